@@ -1,0 +1,1 @@
+"""Generated gRPC code for capreg.v1 (see proto/generate.py)."""
