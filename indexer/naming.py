@@ -1,0 +1,27 @@
+"""Function-calling-safe tool names: `^[A-Za-z0-9_-]{1,64}$`, unique and stable per id.
+
+`<catalog>__<tool>` when that is already safe and short enough. Catalog names are safe by
+construction and never contain `__` nor end in `_`, so the first `__` separates catalog and
+tool: the mapping is injective. Any other id is shortened and suffixed with a hash of the full
+id, so the name depends on the id alone (stable across restarts and re-registrations).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_LENGTH = 64
+_HASH_CHARS = 10
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def function_name(catalog: str, tool: str) -> str:
+    plain = f"{catalog}__{tool}"
+    if FUNCTION_NAME.match(plain):
+        return plain
+    digest = hashlib.sha256(f"{catalog}/{tool}".encode()).hexdigest()[:_HASH_CHARS]
+    safe_tool = _UNSAFE.sub("_", tool).strip("_") or "tool"
+    stem = f"{catalog}__{safe_tool}"[: MAX_LENGTH - _HASH_CHARS - 1]
+    return f"{stem}_{digest}"

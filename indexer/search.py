@@ -1,0 +1,154 @@
+"""An immutable snapshot of every registered tool and its vectors, searched by meaning.
+
+A new snapshot is built for every catalog change and swapped in whole, so a search always
+sees one consistent generation.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.model import Tool
+from indexer.vector_index import VectorIndex
+
+# Decides whether a caller may see a tool, given the tool's required scopes.
+Visibility = Callable[[frozenset[str]], bool]
+MAX_SUGGESTIONS = 3
+_SUGGESTION_POOL = 5_000
+
+
+def everything(_required: frozenset[str]) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class IndexedTool:
+    """A tool with what serving it needs: scopes, function name and catalog facts."""
+
+    tool: Tool
+    required_scopes: frozenset[str]
+    function_name: str
+    catalog_title: str
+    catalog_version: str
+    catalog_revision: int
+    summary: str
+
+    @property
+    def id(self) -> str:
+        return self.tool.id
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: IndexedTool
+    score: float
+
+
+class ToolIndex:
+    """Tools ordered by id, their normalised vectors, and the generation they belong to."""
+
+    def __init__(
+        self,
+        entries: Sequence[IndexedTool],
+        vectors: NDArray[np.float32],
+        generation: int,
+    ) -> None:
+        if len(entries) != len(vectors):
+            raise ValueError("one vector per tool is required")
+        order = sorted(range(len(entries)), key=lambda row: entries[row].id)
+        self._entries = tuple(entries[row] for row in order)
+        self._vectors = VectorIndex(vectors[order] if len(order) else vectors)
+        self.generation = generation
+        self._rows = {entry.id: row for row, entry in enumerate(self._entries)}
+        # Visibility is decided per distinct scope set, not per tool: catalogs share a few
+        # scope sets, so a caller's mask costs a handful of checks plus one vector op.
+        scope_sets: dict[frozenset[str], int] = {}
+        codes = [scope_sets.setdefault(e.required_scopes, len(scope_sets)) for e in self._entries]
+        self._scope_sets = tuple(scope_sets)
+        self._scope_codes = np.asarray(codes, dtype=np.int32)
+        catalogs: dict[str, int] = {}
+        self._catalog_codes = np.asarray(
+            [catalogs.setdefault(e.tool.catalog, len(catalogs)) for e in self._entries],
+            dtype=np.int32,
+        )
+        self._catalogs = catalogs
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def entries(self) -> tuple[IndexedTool, ...]:
+        return self._entries
+
+    @property
+    def dimension(self) -> int:
+        return self._vectors.dimension
+
+    def get(self, tool_id: str, visible: Visibility = everything) -> IndexedTool | None:
+        """The tool with this id, or None when it does not exist or the caller may not see it."""
+        row = self._rows.get(tool_id)
+        if row is None:
+            return None
+        entry = self._entries[row]
+        return entry if visible(entry.required_scopes) else None
+
+    def visible_mask(self, visible: Visibility) -> NDArray[np.bool_]:
+        allowed_sets = [code for code, s in enumerate(self._scope_sets) if visible(s)]
+        return np.isin(self._scope_codes, np.asarray(allowed_sets, dtype=np.int32))
+
+    def search(
+        self,
+        query: NDArray[np.float32],
+        limit: int,
+        *,
+        catalogs: Iterable[str] = (),
+        visible: Visibility = everything,
+    ) -> list[Hit]:
+        """The best `limit` tools among those visible (and in `catalogs` when given).
+
+        Ordered by score, ties by id. Filtering happens inside the vector search, so the page
+        is full whenever enough eligible tools exist.
+        """
+        mask = self.visible_mask(visible)
+        wanted = list(catalogs)
+        if wanted:
+            codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
+            mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
+        eligible = int(mask.sum())
+        if limit <= 0 or eligible == 0:
+            return []
+        filtered = None if eligible == len(self._entries) else mask
+        # Fetch past the cut so that ties at the boundary are broken by id, not by the heap.
+        fetch = min(eligible, limit * 2 + 8)
+        while True:
+            scores, rows = self._vectors.search(query, fetch, filtered)
+            boundary_tied = len(scores) > limit and scores[limit - 1] == scores[-1]
+            if not boundary_tied or fetch >= eligible:
+                break
+            fetch = min(eligible, fetch * 4)
+        hits = [Hit(self._entries[int(r)], float(s)) for s, r in zip(scores, rows, strict=True)]
+        # Rows are in id order, so sorting by (-score, row) orders ties by id.
+        ranked = sorted(zip(hits, rows.tolist(), strict=True), key=lambda p: (-p[0].score, p[1]))
+        return [hit for hit, _ in ranked[:limit]]
+
+    def suggestions(self, tool_id: str, visible: Visibility = everything) -> list[str]:
+        """Up to three visible ids that look like `tool_id` (for "did you mean")."""
+        catalog, _, name = tool_id.partition("/")
+        mask = self.visible_mask(visible)
+        pool = [e.id for e, ok in zip(self._entries, mask.tolist(), strict=True) if ok]
+        if len(pool) > _SUGGESTION_POOL:
+            # difflib is quadratic-ish; narrow to the same catalog or a similar tool name.
+            narrowed = [i for i in pool if i.startswith(catalog + "/") or name in i]
+            pool = narrowed[:_SUGGESTION_POOL]
+        close = difflib.get_close_matches(tool_id, pool, n=MAX_SUGGESTIONS, cutoff=0.5)
+        if len(close) < MAX_SUGGESTIONS and name:
+            by_name = {i.partition("/")[2]: i for i in pool}
+            for match in difflib.get_close_matches(name, list(by_name), n=MAX_SUGGESTIONS):
+                if by_name[match] not in close and len(close) < MAX_SUGGESTIONS:
+                    close.append(by_name[match])
+        return close
