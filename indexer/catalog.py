@@ -108,8 +108,8 @@ def _load_document(content: str) -> object:
     return yaml.safe_load(content)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+def _one_line(error: object) -> str:
+    return " ".join(str(error).split())[:300]
 
 
 class _Checker:
@@ -146,9 +146,9 @@ class _Checker:
             self.add(label, f"must be at most {limit} characters (has {len(value)})")
         return value
 
-    def strings(self, value: object, label: str, *, pattern: re.Pattern[str] | None = None) -> (
-        tuple[str, ...]
-    ):
+    def strings(
+        self, value: object, label: str, *, pattern: re.Pattern[str] | None = None
+    ) -> tuple[str, ...]:
         if value is None:
             return ()
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -172,7 +172,7 @@ class _Checker:
             self.add(label, "must be a JSON Schema object")
             return None
         if value.get("type") != "object":
-            self.add(label, "must be a JSON Schema with \"type\": \"object\"")
+            self.add(label, 'must be a JSON Schema with "type": "object"')
         try:
             size = len(json.dumps(value, ensure_ascii=False).encode())
         except (TypeError, ValueError) as exc:
@@ -360,14 +360,14 @@ def _parse_mcp(document: object, given_name: str) -> Catalog:
         )
     catalog = Catalog(
         name=name,
-        description=check.text(
-            meta, META_DESCRIPTION, "_meta", limit=MAX_CATALOG_DESCRIPTION
-        ),
+        description=check.text(meta, META_DESCRIPTION, "_meta", limit=MAX_CATALOG_DESCRIPTION),
         tools=tuple(tools),
         title=check.text(meta, META_TITLE, "_meta", limit=MAX_TITLE),
         version=check.text(meta, META_VERSION, "_meta", limit=MAX_VERSION),
         default_scopes=frozenset(
-            check.strings(meta.get(META_DEFAULT_SCOPES), f"_meta.{META_DEFAULT_SCOPES}", pattern=SCOPE)
+            check.strings(
+                meta.get(META_DEFAULT_SCOPES), f"_meta.{META_DEFAULT_SCOPES}", pattern=SCOPE
+            )
         ),
         format="mcp",
     )

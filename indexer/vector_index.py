@@ -47,7 +47,7 @@ class VectorIndex:
             bitmap = np.packbits(allowed.astype(np.uint8), bitorder="little")
             # The selector points into `bitmap`, which must outlive the search call.
             selector = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap))
-            params = faiss.SearchParameters(sel=selector)
+            params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]  # stubs omit the SWIG keyword constructor
         scores, rows = self._index.search(matrix, k, params=params)
         keep = rows[0] >= 0
         return scores[0][keep].astype(np.float32), rows[0][keep].astype(np.int64)

@@ -1,0 +1,55 @@
+"""Registers the catalog files of a folder (at start-up, and as they change)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from indexer.catalog import CatalogError, detect_format
+from registry.engine import RegisterOutcome, Registry
+
+logger = logging.getLogger(__name__)
+
+CATALOG_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def catalog_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in CATALOG_SUFFIXES)
+
+
+def request_name(path: Path, content: str) -> str:
+    """The catalog name to send with a file: none for native files (they name themselves),
+    the file's stem otherwise."""
+    try:
+        document = json.loads(content) if path.suffix == ".json" else yaml.safe_load(content)
+        return "" if detect_format(document) == "native" else path.stem
+    except (ValueError, yaml.YAMLError, CatalogError):
+        # Let registration report the problem with its full context.
+        return path.stem
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    registered: list[RegisterOutcome]
+    failed: dict[Path, str]
+
+
+def sync_folder(registry: Registry, folder: Path) -> SyncReport:
+    """Registers every catalog file in `folder`; unchanged files cost no embedding.
+
+    A bad file is reported and skipped so one broken catalog cannot keep the rest down.
+    """
+    registered = []
+    failed: dict[Path, str] = {}
+    for path in catalog_files(folder):
+        content = path.read_text(encoding="utf-8")
+        try:
+            registered.append(registry.register(content, name=request_name(path, content)))
+        except CatalogError as exc:
+            failed[path] = str(exc)
+            logger.error("not registered: %s: %s", path, exc)
+    return SyncReport(registered, failed)

@@ -1,0 +1,305 @@
+"""The `capreg` command: serve the registry, and talk to one from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from registry.config import DEFAULT_DB, DEFAULT_LISTEN, ServerConfig, is_loopback
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+
+logger = logging.getLogger("capreg")
+
+
+class CommandError(Exception):
+    """A failure to report as one line and a non-zero exit."""
+
+
+# -- serve -------------------------------------------------------------------------------
+
+
+def serve_config(args: argparse.Namespace) -> ServerConfig:
+    config = ServerConfig(
+        listen=args.listen,
+        db=Path(args.db),
+        catalogs_dir=Path(args.catalogs) if args.catalogs else None,
+        model_path=Path(args.model) if args.model else None,
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None,
+        progress=sys.stderr.isatty(),
+    )
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    if not is_loopback(config.listen):
+        raise CommandError(
+            f"refusing to listen on non-loopback address {config.listen} without credentials "
+            "configured; use 127.0.0.1:PORT"
+        )
+    if config.catalogs_dir and not config.catalogs_dir.is_dir():
+        raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
+    return config
+
+
+async def run_server(config: ServerConfig) -> None:
+    from indexer.embedder import SentenceTransformerEmbedder
+    from registry.catalog_dir import sync_folder
+    from registry.engine import Registry
+    from registry.server import create_server, mark_serving
+    from registry.store import Store
+
+    started = time.perf_counter()
+    store = Store(config.db)
+    embedder = SentenceTransformerEmbedder(config.model_path)
+    registry = Registry(
+        store,
+        embedder,
+        weak_score=config.weak_score,
+        query_cache_size=config.query_cache_size,
+        progress=config.progress,
+    )
+    server, port, health = create_server(config, registry)
+    if port == 0:
+        raise CommandError(f"cannot listen on {config.listen}")
+    await server.start()
+    logger.warning(
+        "no keys file: every local caller is an administrator; listening on loopback only"
+    )
+    # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads.
+    await asyncio.to_thread(registry.load)
+    if config.catalogs_dir:
+        report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir)
+        embedded = sum(r.embedded for r in report.registered)
+        logger.info(
+            "catalogs in %s: %d registered (%d tools embedded), %d failed",
+            config.catalogs_dir,
+            len(report.registered),
+            embedded,
+            len(report.failed),
+        )
+    mark_serving(health)
+    logger.info(
+        "capreg serving %d tools on %s (ready in %.1fs, db %s)",
+        len(registry.index),
+        config.listen.rsplit(":", 1)[0] + f":{port}",
+        time.perf_counter() - started,
+        config.db,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logger.info("stopping")
+    await server.stop(config.grace_seconds)
+    store.close()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    config = serve_config(args)
+    asyncio.run(run_server(config))
+    return 0
+
+
+# -- client commands ----------------------------------------------------------------------
+
+
+def _stub(args: argparse.Namespace) -> tuple[pb_grpc.CapabilityRegistryStub, grpc.Channel]:
+    channel = grpc.insecure_channel(
+        args.server,
+        options=[("grpc.max_send_message_length", 40 * 1024 * 1024)],
+    )
+    return pb_grpc.CapabilityRegistryStub(channel), channel
+
+
+def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
+    stub, channel = _stub(args)
+    try:
+        return getattr(stub, method)(request, timeout=args.timeout)
+    except grpc.RpcError as exc:
+        code = exc.code()
+        detail = exc.details()
+        if code is grpc.StatusCode.UNAVAILABLE and "connect" in (detail or "").lower():
+            detail = f"no registry at {args.server} ({detail})"
+        raise CommandError(f"{code.name}: {detail}") from exc
+    finally:
+        channel.close()
+
+
+def _print_json(message: Any) -> None:
+    print(
+        json.dumps(
+            MessageToDict(message, preserving_proto_field_name=True), indent=2, ensure_ascii=False
+        )
+    )
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    from registry.catalog_dir import request_name
+
+    for file in args.files:
+        path = Path(file)
+        try:
+            content = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        name = args.name or request_name(path, content)
+        reply = _call(
+            args,
+            "RegisterCatalog",
+            pb.RegisterCatalogRequest(name=name, content=content, format=args.format),
+        )
+        if args.json:
+            _print_json(reply)
+            continue
+        print(
+            f"{reply.catalog}: {reply.added} added, {reply.updated} updated, "
+            f"{reply.removed} removed, {reply.unchanged} unchanged "
+            f"(revision {reply.revision}, {reply.embedded} embedded, "
+            f"index generation {reply.index_generation})"
+        )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    reply = _call(
+        args,
+        "Search",
+        pb.SearchRequest(query=args.query, limit=args.limit, catalogs=args.catalog or []),
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if args.json:
+        _print_json(reply)
+        return 0
+    if not reply.hits:
+        print("no tools match")
+    for rank, hit in enumerate(reply.hits, 1):
+        print(f"{rank}. {hit.id}  ({hit.score:.3f})\n   {hit.summary}")
+    if reply.weak_match:
+        print("note: no strong match; rephrase the need or check the catalogs")
+    cached = ", cached" if reply.cached else ""
+    print(f"[{elapsed:.1f} ms, index generation {reply.index_generation}{cached}]")
+    if reply.hits:
+        print(f"next: capreg schema {' '.join(h.id for h in reply.hits[:3])}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    reply = _call(args, "GetSchema", pb.GetSchemaRequest(ids=args.ids))
+    if args.json:
+        _print_json(reply)
+        return 0
+    for tool in reply.tools:
+        print(f"{tool.id}  (function name: {tool.function_name})")
+        version = f" {tool.catalog_version}" if tool.catalog_version else ""
+        print(f"  catalog: {tool.catalog}{version}, revision {tool.catalog_revision}")
+        print(f"  description: {tool.description}")
+        print(f"  input schema: {json.dumps(json.loads(tool.input_schema), indent=2)}")
+        if tool.output_schema:
+            print(f"  output schema: {json.dumps(json.loads(tool.output_schema), indent=2)}")
+        if tool.annotations != "{}":
+            print(f"  annotations: {tool.annotations}")
+    return 0
+
+
+def cmd_catalogs(args: argparse.Namespace) -> int:
+    reply = _call(args, "ListCatalogs", pb.ListCatalogsRequest())
+    if args.json:
+        _print_json(reply)
+        return 0
+    if not reply.catalogs:
+        print("no catalogs")
+    for c in reply.catalogs:
+        version = f" {c.version}" if c.version else ""
+        print(f"{c.name}{version}  {c.tool_count} tools  r{c.revision}  {c.title or c.description}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    reply = _call(args, "DeleteCatalog", pb.DeleteCatalogRequest(name=args.name))
+    if args.json:
+        _print_json(reply)
+    else:
+        print(f"deleted {reply.catalog}: {reply.removed} tools removed")
+    return 0
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="capreg", description="Semantic capability registry for LLM agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the registry gRPC server")
+    serve.add_argument("--db", default=os.environ.get("CAPREG_DB", str(DEFAULT_DB)))
+    serve.add_argument("--listen", default=os.environ.get("CAPREG_LISTEN", DEFAULT_LISTEN))
+    serve.add_argument("--catalogs", help="register every catalog file in this folder at start")
+    serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
+    serve.add_argument("--tls-cert")
+    serve.add_argument("--tls-key")
+    serve.set_defaults(handler=cmd_serve)
+
+    client = argparse.ArgumentParser(add_help=False)
+    client.add_argument(
+        "--server", default=os.environ.get("CAPREG_SERVER", DEFAULT_LISTEN), help="HOST:PORT"
+    )
+    client.add_argument("--json", action="store_true", help="print the reply as JSON")
+    client.add_argument("--timeout", type=float, default=120.0, help="seconds")
+
+    def add(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> Any:
+        sub = commands.add_parser(name, parents=[client], help=help_)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    register = add("register", cmd_register, "register or replace catalogs from files")
+    register.add_argument("files", nargs="+")
+    register.add_argument("--name", default="", help="catalog name (default: from the file)")
+    register.add_argument("--format", default="auto", choices=["auto", "native", "mcp"])
+    search = add("search", cmd_search, "search tools by need")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=0)
+    search.add_argument("--catalog", action="append", help="restrict to a catalog (repeatable)")
+    schema = add("schema", cmd_schema, "full schemas for tool ids")
+    schema.add_argument("ids", nargs="+")
+    add("catalogs", cmd_catalogs, "list catalogs")
+    delete = add("delete", cmd_delete, "delete a catalog")
+    delete.add_argument("name")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("CAPREG_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        code: int = args.handler(args)
+    except CommandError as exc:
+        print(f"capreg: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""The registry's domain core: registers catalogs, keeps the index current, answers queries.
+
+Transport code (the gRPC servicer, the CLI, the evaluation) calls this and nothing below it.
+Writes are serialised; reads use whichever immutable index snapshot is current.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.catalog import CatalogError, parse_catalog
+from indexer.document import document_hash, document_text, summary
+from indexer.embedder import Embedder
+from indexer.model import Catalog, Tool
+from indexer.naming import function_name
+from indexer.search import Hit, IndexedTool, ToolIndex, Visibility, everything
+from registry.cache import TTLCache, normalise_query
+from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
+from registry.store import Store, StoredCatalog, StoredTool
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 2_000
+MAX_IDS = 50
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    hits: list[Hit]
+    generation: int
+    weak_match: bool
+
+
+@dataclass(frozen=True)
+class RegisterOutcome:
+    catalog: str
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    version: str
+    revision: int
+    generation: int
+    embedded: int
+
+
+@dataclass(frozen=True)
+class CatalogSummary:
+    name: str
+    title: str
+    description: str
+    version: str
+    revision: int
+    tool_count: int
+
+
+@dataclass
+class _Live:
+    """A stored catalog with the document hashes of its tools, in the same order."""
+
+    stored: StoredCatalog
+    doc_hashes: tuple[str, ...]
+    # Tools per required-scope set: visible counts cost one check per distinct set.
+    scope_counts: Counter[frozenset[str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        catalog = self.stored.catalog
+        self.scope_counts = Counter(catalog.required_scopes(t) for t in catalog.tools)
+
+    def visible_count(self, visible: Visibility) -> int:
+        return sum(n for scopes, n in self.scope_counts.items() if visible(scopes))
+
+
+def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
+    return (
+        catalog.title,
+        catalog.description,
+        catalog.version,
+        catalog.format,
+        sorted(catalog.default_scopes),
+    )
+
+
+class Registry:
+    """Catalogs, their stored embeddings, and the current searchable snapshot."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        weak_score: float = 0.3,
+        query_cache_size: int = 4_096,
+        progress: bool = False,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._weak_score = weak_score
+        self._progress = progress
+        self._write_lock = threading.Lock()
+        self._live: dict[str, _Live] = {}
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._index: ToolIndex | None = None
+        # Query text -> vector holds no tool data, so every caller may share it.
+        self._query_vectors: TTLCache[str, NDArray[np.float32]] = TTLCache(
+            max_entries=query_cache_size, ttl_seconds=24 * 3600.0
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Restores every stored catalog and builds the index; embeds only what the store lacks
+        (nothing, unless the model or the document text changed)."""
+        started = time.perf_counter()
+        with self._write_lock:
+            live = {}
+            for stored in self._store.catalogs():
+                hashes = tuple(
+                    document_hash(document_text(t.tool, stored.catalog.title)) for t in stored.tools
+                )
+                live[stored.catalog.name] = _Live(stored, hashes)
+            texts = {
+                document_hash(text): text
+                for entry in live.values()
+                for text in (
+                    document_text(t.tool, entry.stored.catalog.title) for t in entry.stored.tools
+                )
+            }
+            self._vectors = {}
+            embedded = self._ensure_vectors(texts)
+            self._live = live
+            self._rebuild(self._store.generation())
+        logger.info(
+            "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
+            len(self._live),
+            len(self.index),
+            time.perf_counter() - started,
+            embedded,
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self._index is not None
+
+    @property
+    def index(self) -> ToolIndex:
+        index = self._index
+        if index is None:
+            raise NotReady("the index is loading; retry shortly")
+        return index
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
+        """Validates, embeds what changed, and replaces the catalog in one transaction."""
+        self.index  # noqa: B018 -- raises NotReady before any work when still loading
+        catalog = parse_catalog(content, name=name, fmt=fmt)
+        with self._write_lock:
+            return self._replace(catalog)
+
+    def _replace(self, catalog: Catalog) -> RegisterOutcome:
+        current = self._live.get(catalog.name)
+        old = {t.tool.name: t for t in current.stored.tools} if current else {}
+        names = [function_name(catalog.name, tool.name) for tool in catalog.tools]
+        self._check_function_names(catalog, names)
+        texts = [document_text(tool, catalog.title) for tool in catalog.tools]
+        hashes = tuple(document_hash(text) for text in texts)
+
+        added = updated = unchanged = 0
+        changed: list[Tool] = []
+        for tool in catalog.tools:
+            previous = old.get(tool.name)
+            if previous is None:
+                added += 1
+                changed.append(tool)
+            elif previous.tool.content_hash() != tool.content_hash():
+                updated += 1
+                changed.append(tool)
+            else:
+                unchanged += 1
+        removed = len(set(old) - {tool.name for tool in catalog.tools})
+        facts_changed = current is None or _catalog_facts(current.stored.catalog) != (
+            _catalog_facts(catalog)
+        )
+        if current is not None and not (changed or removed or facts_changed):
+            return RegisterOutcome(
+                catalog.name, 0, 0, 0, unchanged, catalog.version, current.stored.revision,
+                self.index.generation, 0,
+            )  # fmt: skip
+
+        revision = current.stored.revision + 1 if current else 1
+        changed_names = {tool.name for tool in changed}
+        stored_tools = tuple(
+            StoredTool(
+                tool,
+                fname,
+                revision if tool.name in changed_names else old[tool.name].revision,
+            )
+            for tool, fname in zip(catalog.tools, names, strict=True)
+        )
+        new_vectors = self._embed_missing(dict(zip(hashes, texts, strict=True)))
+        generation = self._store.replace_catalog(
+            catalog, revision, stored_tools, self._embedder.model_id, new_vectors
+        )
+        self._vectors.update(new_vectors)
+        self._live[catalog.name] = _Live(StoredCatalog(catalog, revision, stored_tools), hashes)
+        self._rebuild(generation)
+        logger.info(
+            "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
+            catalog.name, revision, added, updated, removed, unchanged, len(new_vectors),
+            generation,
+        )  # fmt: skip
+        return RegisterOutcome(
+            catalog.name, added, updated, removed, unchanged, catalog.version, revision,
+            generation, len(new_vectors),
+        )  # fmt: skip
+
+    def _check_function_names(self, catalog: Catalog, names: Sequence[str]) -> None:
+        taken = {
+            stored.function_name: stored.tool.id
+            for name, entry in self._live.items()
+            if name != catalog.name
+            for stored in entry.stored.tools
+        }
+        problems = []
+        seen: dict[str, str] = {}
+        for tool, fname in zip(catalog.tools, names, strict=True):
+            other = taken.get(fname) or seen.get(fname)
+            if other is not None and other != tool.id:
+                problems.append(
+                    f"tool '{tool.name}': its function name '{fname}' is already used by "
+                    f"'{other}'; rename the tool"
+                )
+            seen[fname] = tool.id
+        if problems:
+            raise CatalogError(catalog.name, problems)
+
+    def delete(self, name: str) -> tuple[int, int]:
+        """Removes a catalog; returns (tools removed, new generation)."""
+        self.index  # noqa: B018 -- raises NotReady while loading
+        with self._write_lock:
+            current = self._live.get(name)
+            if current is None:
+                raise CatalogNotFound(name, self._close_catalogs(name, everything))
+            generation = self._store.delete_catalog(name)
+            if generation is None:  # pragma: no cover - memory and store disagree
+                raise CatalogNotFound(name)
+            del self._live[name]
+            self._rebuild(generation)
+            return len(current.stored.tools), generation
+
+    def _embed_missing(self, texts: dict[str, str]) -> dict[str, NDArray[np.float32]]:
+        """Vectors for document hashes this process has not seen, from the store or the model."""
+        missing = [h for h in texts if h not in self._vectors]
+        stored = self._store.embeddings(self._embedder.model_id, missing)
+        self._vectors.update(stored)
+        to_embed = [h for h in missing if h not in stored]
+        if not to_embed:
+            return {}
+        vectors = self._embedder.encode([texts[h] for h in to_embed], progress=self._progress)
+        return dict(zip(to_embed, vectors, strict=True))
+
+    def _ensure_vectors(self, texts: dict[str, str]) -> int:
+        new_vectors = self._embed_missing(texts)
+        if new_vectors:
+            self._store.put_embeddings(self._embedder.model_id, new_vectors)
+            self._vectors.update(new_vectors)
+        return len(new_vectors)
+
+    def _rebuild(self, generation: int) -> None:
+        entries: list[IndexedTool] = []
+        rows: list[NDArray[np.float32]] = []
+        for live in self._live.values():
+            catalog = live.stored.catalog
+            for stored, doc_hash in zip(live.stored.tools, live.doc_hashes, strict=True):
+                entries.append(
+                    IndexedTool(
+                        tool=stored.tool,
+                        required_scopes=catalog.required_scopes(stored.tool),
+                        function_name=stored.function_name,
+                        catalog_title=catalog.title,
+                        catalog_version=catalog.version,
+                        catalog_revision=stored.revision,
+                        summary=summary(stored.tool.description),
+                    )
+                )
+                rows.append(self._vectors[doc_hash])
+        dimension = self._embedder.dimension
+        matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+        # Swapping one reference is atomic: readers see the old or the new snapshot whole.
+        self._index = ToolIndex(entries, matrix, generation)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def embed_query(self, query: str) -> NDArray[np.float32]:
+        key = normalise_query(query)
+        vector = self._query_vectors.get(key)
+        if vector is None:
+            vector = self._embedder.encode([key])[0]
+            self._query_vectors.put(key, vector)
+        return vector
+
+    def search(
+        self,
+        query: str,
+        limit: int = 0,
+        catalogs: Iterable[str] = (),
+        visible: Visibility = everything,
+    ) -> SearchOutcome:
+        index = self.index
+        text = query.strip()
+        if not text:
+            raise InvalidRequest("query must not be empty: describe the capability you need")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidRequest(f"query must be at most {MAX_QUERY_CHARS} characters")
+        if limit < 0 or limit > MAX_LIMIT:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT} (0 for the default)")
+        wanted = sorted(set(catalogs))
+        for name in wanted:
+            live = self._live.get(name)
+            if live is None or not live.visible_count(visible):
+                raise CatalogNotFound(name, self._close_catalogs(name, visible))
+        hits = index.search(
+            self.embed_query(text), limit or DEFAULT_LIMIT, catalogs=wanted, visible=visible
+        )
+        weak = not hits or hits[0].score < self._weak_score
+        return SearchOutcome(hits, index.generation, weak)
+
+    def schemas(self, ids: Sequence[str], visible: Visibility = everything) -> list[IndexedTool]:
+        """The tools for `ids` in request order (duplicates once); every id must be visible."""
+        index = self.index
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            raise InvalidRequest("ids must name at least one tool id ('<catalog>/<tool>')")
+        if len(unique) > MAX_IDS:
+            raise InvalidRequest(f"at most {MAX_IDS} ids per call (got {len(unique)})")
+        found = {tool_id: index.get(tool_id, visible) for tool_id in unique}
+        missing = {i: index.suggestions(i, visible) for i, entry in found.items() if entry is None}
+        if missing:
+            raise ToolsNotFound(missing)
+        return [entry for entry in found.values() if entry is not None]
+
+    def catalogs(self, visible: Visibility = everything) -> list[CatalogSummary]:
+        """Catalogs with at least one tool the caller may see, with visible counts."""
+        result = []
+        for name in sorted(self._live):
+            live = self._live[name]
+            count = live.visible_count(visible)
+            if count or (visible is everything):
+                catalog = live.stored.catalog
+                result.append(
+                    CatalogSummary(
+                        name, catalog.title, catalog.description, catalog.version,
+                        live.stored.revision, count,
+                    )
+                )  # fmt: skip
+        return result
+
+    def _close_catalogs(self, name: str, visible: Visibility) -> list[str]:
+        names = [c.name for c in self.catalogs(visible)]
+        return difflib.get_close_matches(name, names, n=3, cutoff=0.5)

@@ -1,0 +1,45 @@
+"""Typed domain errors; registry/status.py maps each to one gRPC code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+class RegistryError(Exception):
+    """Base of every error a client is told about."""
+
+
+class InvalidRequest(RegistryError):
+    """A malformed request: the message names the field and the rule."""
+
+
+class ToolsNotFound(RegistryError):
+    """Ids that do not exist or that the caller may not see (deliberately the same)."""
+
+    def __init__(self, missing: Mapping[str, Sequence[str]]) -> None:
+        self.missing = dict(missing)
+        parts = []
+        for tool_id, suggestions in self.missing.items():
+            hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
+            parts.append(f"'{tool_id}'{hint}")
+        super().__init__("unknown tool id: " + "; ".join(parts))
+
+
+class CatalogNotFound(RegistryError):
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        self.name = name
+        self.suggestions = list(suggestions)
+        hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
+        super().__init__(f"unknown catalog '{name}'{hint}")
+
+
+class NotReady(RegistryError):
+    """The index is still loading."""
+
+
+class Unauthenticated(RegistryError):
+    """Missing or unknown credentials."""
+
+
+class PermissionDenied(RegistryError):
+    """A known caller lacks the scope this operation needs."""

@@ -1,0 +1,115 @@
+"""The CapabilityRegistry gRPC servicer: translates proto <-> domain and nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from indexer.search import IndexedTool
+from registry.engine import Registry
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.status import Context, mapped
+
+
+def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
+    tool = entry.tool
+    return pb.ToolSchema(
+        id=tool.id,
+        name=tool.name,
+        catalog=tool.catalog,
+        catalog_version=entry.catalog_version,
+        description=tool.description,
+        input_schema=json.dumps(tool.input_schema, ensure_ascii=False),
+        output_schema=(
+            json.dumps(tool.output_schema, ensure_ascii=False) if tool.output_schema else ""
+        ),
+        annotations=json.dumps(tool.annotations, ensure_ascii=False),
+        function_name=entry.function_name,
+        catalog_revision=entry.catalog_revision,
+    )
+
+
+class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+
+    @mapped
+    async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
+        # Encoding the query is CPU work that releases the GIL: keep it off the event loop.
+        outcome = await asyncio.to_thread(
+            self._registry.search, request.query, request.limit, list(request.catalogs)
+        )
+        return pb.SearchResponse(
+            hits=[
+                pb.SearchHit(
+                    id=hit.entry.id,
+                    name=hit.entry.tool.name,
+                    catalog=hit.entry.tool.catalog,
+                    summary=hit.entry.summary,
+                    score=hit.score,
+                    next_call=pb.GetSchemaRequest(ids=[hit.entry.id]),
+                )
+                for hit in outcome.hits
+            ],
+            index_generation=outcome.generation,
+            weak_match=outcome.weak_match,
+        )
+
+    @mapped
+    async def GetSchema(
+        self, request: pb.GetSchemaRequest, context: Context
+    ) -> pb.GetSchemaResponse:
+        index = self._registry.index
+        entries = self._registry.schemas(list(request.ids))
+        return pb.GetSchemaResponse(
+            tools=[tool_schema(entry) for entry in entries], index_generation=index.generation
+        )
+
+    @mapped
+    async def RegisterCatalog(
+        self, request: pb.RegisterCatalogRequest, context: Context
+    ) -> pb.RegisterCatalogResponse:
+        outcome = await asyncio.to_thread(
+            self._registry.register, request.content, name=request.name, fmt=request.format
+        )
+        return pb.RegisterCatalogResponse(
+            catalog=outcome.catalog,
+            added=outcome.added,
+            updated=outcome.updated,
+            removed=outcome.removed,
+            unchanged=outcome.unchanged,
+            version=outcome.version,
+            revision=outcome.revision,
+            index_generation=outcome.generation,
+            embedded=outcome.embedded,
+        )
+
+    @mapped
+    async def DeleteCatalog(
+        self, request: pb.DeleteCatalogRequest, context: Context
+    ) -> pb.DeleteCatalogResponse:
+        removed, generation = await asyncio.to_thread(self._registry.delete, request.name)
+        return pb.DeleteCatalogResponse(
+            catalog=request.name, removed=removed, index_generation=generation
+        )
+
+    @mapped
+    async def ListCatalogs(
+        self, request: pb.ListCatalogsRequest, context: Context
+    ) -> pb.ListCatalogsResponse:
+        generation = self._registry.index.generation
+        return pb.ListCatalogsResponse(
+            catalogs=[
+                pb.CatalogInfo(
+                    name=c.name,
+                    title=c.title,
+                    description=c.description,
+                    version=c.version,
+                    revision=c.revision,
+                    tool_count=c.tool_count,
+                )
+                for c in self._registry.catalogs()
+            ],
+            index_generation=generation,
+        )

@@ -1,0 +1,67 @@
+"""The one place domain errors become gRPC status codes."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from indexer.catalog import CatalogError
+from registry.errors import (
+    CatalogNotFound,
+    InvalidRequest,
+    NotReady,
+    PermissionDenied,
+    ToolsNotFound,
+    Unauthenticated,
+)
+from registry.store import StoreError
+
+logger = logging.getLogger(__name__)
+
+_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
+    (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
+    (CatalogError, grpc.StatusCode.INVALID_ARGUMENT),
+    (ToolsNotFound, grpc.StatusCode.NOT_FOUND),
+    (CatalogNotFound, grpc.StatusCode.NOT_FOUND),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (NotReady, grpc.StatusCode.UNAVAILABLE),
+    (StoreError, grpc.StatusCode.UNAVAILABLE),
+)
+
+
+def status_for(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The code and message a client sees for `exc`; unexpected errors leak nothing."""
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code, str(exc)
+    return grpc.StatusCode.INTERNAL, "internal error; the server log has the details"
+
+
+Request = TypeVar("Request")
+Response = TypeVar("Response")
+Servicer = TypeVar("Servicer")
+Context = grpc.aio.ServicerContext[Any, Any]
+Handler = Callable[[Servicer, Request, Context], Awaitable[Response]]
+
+
+def mapped(method: Handler[Servicer, Request, Response]) -> Handler[Servicer, Request, Response]:
+    """Wraps a servicer method so no exception escapes as UNKNOWN."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Servicer, request: Request, context: Context) -> Response:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            code, message = status_for(exc)
+            if code is grpc.StatusCode.INTERNAL:
+                logger.exception("unexpected error in %s", method.__name__)
+            await context.abort(code, message)
+
+    return wrapper

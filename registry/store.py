@@ -1,0 +1,281 @@
+"""SQLite storage of catalogs, tools, embeddings and the index generation.
+
+Every change is one transaction: a crash leaves the old state or the new one, never a mix.
+Embeddings are keyed by (model id, hash of the tool's document text), so unchanged tools are
+never embedded twice and a restart embeds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.model import Catalog, Tool
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS catalogs (
+    name TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    description TEXT NOT NULL,
+    version TEXT NOT NULL,
+    format TEXT NOT NULL,
+    default_scopes TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tools (
+    catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    function_name TEXT NOT NULL UNIQUE,
+    revision INTEGER NOT NULL,
+    PRIMARY KEY (catalog, name)
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    doc_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, doc_hash)
+);
+"""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used (wrong schema version, unreadable file)."""
+
+
+@dataclass(frozen=True)
+class StoredTool:
+    tool: Tool
+    function_name: str
+    # The catalog revision in which this tool's content last changed.
+    revision: int
+
+
+@dataclass(frozen=True)
+class StoredCatalog:
+    """A catalog row and its tools, in registration order."""
+
+    catalog: Catalog
+    revision: int
+    tools: tuple[StoredTool, ...]
+
+
+def _tool_to_json(tool: Tool) -> str:
+    # Key order inside schemas is kept as registered: GetSchema returns what was given.
+    return json.dumps(
+        {
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "output_schema": tool.output_schema,
+            "annotations": tool.annotations,
+            "title": tool.title,
+            "tags": list(tool.tags),
+            "scopes": sorted(tool.scopes),
+            "examples": list(tool.examples),
+        },
+        ensure_ascii=False,
+    )
+
+
+def _tool_from_json(catalog: str, name: str, text: str) -> Tool:
+    data = json.loads(text)
+    return Tool(
+        catalog=catalog,
+        name=name,
+        description=data["description"],
+        input_schema=data["input_schema"],
+        output_schema=data["output_schema"],
+        annotations=data["annotations"],
+        title=data["title"],
+        tags=tuple(data["tags"]),
+        scopes=frozenset(data["scopes"]),
+        examples=tuple(data["examples"]),
+    )
+
+
+class Store:
+    """One SQLite file in WAL mode; all access goes through one connection and lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise StoreError(
+                    f"{path} has schema version {version}; this capreg reads {SCHEMA_VERSION}"
+                )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def generation(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump_generation(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        generation = (int(row[0]) if row else 0) + 1
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES('generation', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (str(generation),),
+        )
+        return generation
+
+    def catalogs(self) -> list[StoredCatalog]:
+        """Every stored catalog with its tools (used at start-up)."""
+        with self._lock:
+            catalog_rows = self._db.execute(
+                "SELECT name, title, description, version, format, default_scopes, revision "
+                "FROM catalogs ORDER BY name"
+            ).fetchall()
+            tool_rows = self._db.execute(
+                "SELECT catalog, name, data, function_name, revision "
+                "FROM tools ORDER BY catalog, position"
+            ).fetchall()
+        by_catalog: dict[str, list[StoredTool]] = {}
+        for catalog, name, data, function_name, revision in tool_rows:
+            by_catalog.setdefault(catalog, []).append(
+                StoredTool(_tool_from_json(catalog, name, data), function_name, revision)
+            )
+        result = []
+        for name, title, description, version, fmt, scopes, revision in catalog_rows:
+            tools = tuple(by_catalog.get(name, ()))
+            catalog = Catalog(
+                name=name,
+                description=description,
+                tools=tuple(t.tool for t in tools),
+                title=title,
+                version=version,
+                default_scopes=frozenset(json.loads(scopes)),
+                format=fmt,
+            )
+            result.append(StoredCatalog(catalog, revision, tools))
+        return result
+
+    def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors for whichever of `doc_hashes` have one under `model`."""
+        wanted = list(dict.fromkeys(doc_hashes))
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                # Only "?" placeholders are interpolated; the values are bound.
+                query = f"SELECT doc_hash, vector FROM embeddings WHERE model=? AND doc_hash IN ({marks})"  # noqa: E501, S608 -- placeholders only
+                rows = self._db.execute(query, (model, *chunk)).fetchall()
+                for doc_hash, blob in rows:
+                    found[doc_hash] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None:
+        with self._transaction() as db:
+            self._insert_embeddings(db, model, vectors)
+
+    @staticmethod
+    def _insert_embeddings(
+        db: sqlite3.Connection, model: str, vectors: Mapping[str, NDArray[np.float32]]
+    ) -> None:
+        db.executemany(
+            "INSERT OR IGNORE INTO embeddings(model, doc_hash, vector) VALUES(?, ?, ?)",
+            [
+                (model, h, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                for h, v in vectors.items()
+            ],
+        )
+
+    def replace_catalog(
+        self,
+        catalog: Catalog,
+        revision: int,
+        tools: Iterable[StoredTool],
+        model: str,
+        new_vectors: Mapping[str, NDArray[np.float32]],
+    ) -> int:
+        """Stores `catalog` in place of any previous version, atomically; returns the new
+        generation."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._transaction() as db:
+            self._insert_embeddings(db, model, new_vectors)
+            db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
+            db.execute(
+                "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
+                " revision, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
+                " description=excluded.description, version=excluded.version,"
+                " format=excluded.format, default_scopes=excluded.default_scopes,"
+                " revision=excluded.revision, updated_at=excluded.updated_at",
+                (
+                    catalog.name,
+                    catalog.title,
+                    catalog.description,
+                    catalog.version,
+                    catalog.format,
+                    json.dumps(sorted(catalog.default_scopes)),
+                    revision,
+                    now,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO tools(catalog, name, position, data, function_name, revision)"
+                " VALUES(?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        catalog.name,
+                        stored.tool.name,
+                        position,
+                        _tool_to_json(stored.tool),
+                        stored.function_name,
+                        stored.revision,
+                    )
+                    for position, stored in enumerate(tools)
+                ],
+            )
+            return self._bump_generation(db)
+
+    def delete_catalog(self, name: str) -> int | None:
+        """Removes the catalog and its tools; returns the new generation, or None if absent."""
+        with self._transaction() as db:
+            deleted = db.execute("DELETE FROM catalogs WHERE name=?", (name,)).rowcount
+            if not deleted:
+                return None
+            return self._bump_generation(db)

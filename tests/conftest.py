@@ -1,0 +1,125 @@
+"""Shared fixtures: the real model (loaded once), real SQLite files, real gRPC servers."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from indexer.embedder import Embedder, SentenceTransformerEmbedder
+from registry.catalog_dir import sync_folder
+from registry.config import ServerConfig
+from registry.engine import Registry
+from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.server import create_server, mark_serving
+from registry.store import Store
+
+if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
+    from registry.proto.registry_pb2_grpc import CapabilityRegistryAsyncStub as AsyncStub
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGS = ROOT / "catalogs"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+class CountingEmbedder:
+    """The real embedder, counting what it is asked to embed.
+
+    Reason for the wrapper: tests assert that restarts and unchanged registrations embed
+    nothing, which needs a count of the model's work.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.texts = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def encode(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.encode(texts, progress=progress)
+
+
+@pytest.fixture(scope="session")
+def model() -> SentenceTransformerEmbedder:
+    """The packaged all-MiniLM-L6-v2, loaded once per test session."""
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def embedder(model: SentenceTransformerEmbedder) -> CountingEmbedder:
+    return CountingEmbedder(model)
+
+
+@pytest.fixture(scope="session")
+def sample_db(model: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding every sample catalog, embedded once per session."""
+    path = tmp_path_factory.mktemp("sample") / "registry.db"
+    store = Store(path)
+    registry = Registry(store, model)
+    registry.load()
+    report = sync_folder(registry, CATALOGS)
+    assert not report.failed, report.failed
+    store.close()
+    return path
+
+
+def copy_db(source: Path, target_dir: Path) -> Path:
+    target = target_dir / "registry.db"
+    shutil.copy(source, target)
+    return target
+
+
+@pytest.fixture
+def sample_registry(
+    sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
+) -> Iterator[Registry]:
+    """A loaded registry over a private copy of the sample database."""
+    store = Store(copy_db(sample_db, tmp_path))
+    registry = Registry(store, embedder)
+    registry.load()
+    yield registry
+    store.close()
+
+
+@pytest.fixture
+def empty_registry(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Registry]:
+    store = Store(tmp_path / "empty.db")
+    registry = Registry(store, embedder)
+    registry.load()
+    yield registry
+    store.close()
+
+
+async def start_server(
+    registry: Registry, config: ServerConfig | None = None
+) -> tuple[grpc.aio.Server, str]:
+    config = config or ServerConfig(listen="127.0.0.1:0")
+    server, port, health = create_server(config, registry)
+    await server.start()
+    if registry.ready:
+        mark_serving(health)
+    return server, f"127.0.0.1:{port}"
+
+
+@pytest.fixture
+async def sample_stub(sample_registry: Registry) -> AsyncIterator[AsyncStub]:
+    """A client of a real server on loopback over the sample catalogs."""
+    server, address = await start_server(sample_registry)
+    async with grpc.aio.insecure_channel(address) as channel:
+        yield pb_grpc.CapabilityRegistryStub(channel)
+    await server.stop(None)

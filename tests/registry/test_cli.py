@@ -1,0 +1,115 @@
+"""The `capreg` command end to end: a real `capreg serve` process and client commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.conftest import CATALOGS, DATA, copy_db
+
+CAPREG = [sys.executable, "-m", "registry.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_serving(address: str, process: subprocess.Popen[str], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(
+                    f"capreg serve exited: {process.stderr.read() if process.stderr else ''}"
+                )
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise AssertionError("capreg serve did not become ready")
+
+
+@pytest.fixture
+def served(sample_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`capreg serve` on a copy of the sample database, with the sample catalogs folder."""
+    db = copy_db(sample_db, tmp_path)
+    address = f"127.0.0.1:{_free_port()}"
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [*CAPREG, "serve", "--db", str(db), "--listen", address, "--catalogs", str(CATALOGS)],
+            stdout=sink,
+            stderr=sink,
+            text=True,
+        )
+        try:
+            _wait_serving(address, process)
+            yield address, log
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
+def _capreg(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CAPREG_LOG_LEVEL": "WARNING"}
+    return subprocess.run([*CAPREG, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_served_catalogs_answer_the_cli_without_reembedding(served: tuple[str, Path]) -> None:
+    address, log = served
+    result = _capreg("search", "open a support ticket for a customer", "--server", address)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("1. support/create_ticket")
+    assert "(0 tools embedded)" in log.read_text()
+
+    as_json = json.loads(
+        _capreg("search", "reset my password", "--json", "--server", address).stdout
+    )
+    assert as_json["hits"][0]["next_call"]["ids"] == [as_json["hits"][0]["id"]]
+
+    schema = _capreg("schema", "support/create_ticket", "--json", "--server", address)
+    assert json.loads(schema.stdout)["tools"][0]["function_name"] == "support__create_ticket"
+
+    registered = _capreg("register", str(DATA / "mini.yaml"), "--server", address)
+    assert "mini: 3 added" in registered.stdout
+    listed = _capreg("catalogs", "--server", address)
+    assert "mini 1.0.0  3 tools" in listed.stdout
+    deleted = _capreg("delete", "mini", "--server", address)
+    assert "deleted mini: 3 tools removed" in deleted.stdout
+
+
+def test_cli_errors_are_one_line_and_non_zero(served: tuple[str, Path]) -> None:
+    address, _ = served
+    result = _capreg("schema", "hr/get_employe", "--server", address)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("capreg: NOT_FOUND: unknown tool id: 'hr/get_employe'")
+
+
+def test_cli_reports_an_unreachable_registry() -> None:
+    result = _capreg("catalogs", "--server", f"127.0.0.1:{_free_port()}", "--timeout", "3")
+    assert result.returncode == 1
+    assert result.stderr.startswith("capreg: UNAVAILABLE")
+
+
+def test_serve_refuses_a_non_loopback_address_without_credentials(tmp_path: Path) -> None:
+    result = _capreg("serve", "--db", str(tmp_path / "x.db"), "--listen", "0.0.0.0:50051")
+    assert result.returncode == 1
+    assert "refusing to listen on non-loopback address" in result.stderr

@@ -1,0 +1,201 @@
+"""The registry core over a real SQLite file and the real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from indexer.catalog import CatalogError
+from indexer.naming import FUNCTION_NAME
+from registry.engine import Registry
+from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
+from registry.store import Store
+from tests.conftest import DATA, CountingEmbedder
+
+MINI = (DATA / "mini.yaml").read_text()
+
+
+def _edited(change: dict[str, object], index: int = 0, drop: int | None = None) -> str:
+    document = yaml.safe_load(MINI)
+    document["tools"][index].update(change)
+    if drop is not None:
+        del document["tools"][drop]
+    return yaml.safe_dump(document)
+
+
+def test_registering_a_catalog_embeds_its_tools_and_makes_them_searchable(
+    empty_registry: Registry, embedder: CountingEmbedder
+) -> None:
+    outcome = empty_registry.register(MINI)
+    assert (outcome.added, outcome.updated, outcome.removed, outcome.unchanged) == (3, 0, 0, 0)
+    assert outcome.revision == 1
+    assert outcome.embedded == 3
+    assert embedder.texts == 3
+    result = empty_registry.search("will it be sunny this weekend")
+    assert result.hits[0].entry.id == "mini/get_weather_forecast"
+    assert result.generation == outcome.generation
+
+
+def test_reregistering_an_unchanged_catalog_embeds_nothing(
+    empty_registry: Registry, embedder: CountingEmbedder
+) -> None:
+    first = empty_registry.register(MINI)
+    embedder.texts = 0
+    again = empty_registry.register(MINI)
+    assert embedder.texts == 0
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 3)
+    assert again.revision == first.revision
+    assert again.generation == first.generation
+
+
+def test_changing_one_tool_embeds_only_that_tool(
+    empty_registry: Registry, embedder: CountingEmbedder
+) -> None:
+    empty_registry.register(MINI)
+    embedder.texts = 0
+    outcome = empty_registry.register(_edited({"description": "Seven-day forecast by city."}))
+    assert embedder.texts == 1
+    assert (outcome.updated, outcome.unchanged, outcome.revision) == (1, 2, 2)
+    unchanged = empty_registry.schemas(["mini/convert_currency"])[0]
+    assert unchanged.catalog_revision == 1
+
+
+def test_reregistering_replaces_the_catalog_as_a_whole(empty_registry: Registry) -> None:
+    empty_registry.register(MINI)
+    outcome = empty_registry.register(_edited({}, drop=2))
+    assert outcome.removed == 1
+    with pytest.raises(ToolsNotFound):
+        empty_registry.schemas(["mini/delete_account"])
+
+
+def test_restart_restores_everything_without_embedding(
+    sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    from tests.conftest import copy_db
+
+    path = copy_db(sample_db, tmp_path)
+    first = Registry(Store(path), embedder)
+    first.load()
+    before = first.search("open a support ticket for a customer")
+    embedder.calls = embedder.texts = 0
+    restarted = Registry(Store(path), embedder)
+    restarted.load()
+    assert embedder.texts == 0
+    assert len(restarted.index) == len(first.index)
+    after = restarted.search("open a support ticket for a customer")
+    assert [h.entry.id for h in after.hits] == [h.entry.id for h in before.hits]
+    assert after.generation == before.generation
+
+
+def test_bad_catalog_leaves_the_previous_version_answering(empty_registry: Registry) -> None:
+    good = empty_registry.register(MINI)
+    with pytest.raises(CatalogError):
+        empty_registry.register(_edited({"input_schema": {"type": "string"}}))
+    assert empty_registry.index.generation == good.generation
+    assert len(empty_registry.schemas(["mini/delete_account"])) == 1
+    assert empty_registry.catalogs()[0].revision == 1
+
+
+def test_failure_inside_the_transaction_keeps_the_old_version(
+    empty_registry: Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    embedder: CountingEmbedder,
+) -> None:
+    empty_registry.register(MINI)
+    store = empty_registry._store  # the store the registry writes through
+
+    def fail(*_args: object) -> int:
+        raise RuntimeError("disk vanished mid-write")
+
+    monkeypatch.setattr(store, "_bump_generation", fail)
+    with pytest.raises(RuntimeError):
+        empty_registry.register(_edited({}, drop=0))
+    monkeypatch.undo()
+    reopened = Registry(Store(store.path), embedder)
+    reopened.load()
+    assert {e.id for e in reopened.index.entries} == {
+        "mini/get_weather_forecast", "mini/convert_currency", "mini/delete_account",
+    }  # fmt: skip
+    assert reopened.catalogs()[0].revision == 1
+
+
+def test_delete_removes_the_catalog(empty_registry: Registry) -> None:
+    empty_registry.register(MINI)
+    removed, generation = empty_registry.delete("mini")
+    assert removed == 3
+    assert len(empty_registry.index) == 0
+    assert empty_registry.index.generation == generation
+    with pytest.raises(CatalogNotFound):
+        empty_registry.delete("mini")
+
+
+def test_unknown_ids_are_named_with_close_suggestions(sample_registry: Registry) -> None:
+    with pytest.raises(ToolsNotFound) as caught:
+        sample_registry.schemas(["hr/get_employe", "support/create_ticket", "nope/x"])
+    assert set(caught.value.missing) == {"hr/get_employe", "nope/x"}
+    assert "hr/get_employee" in caught.value.missing["hr/get_employe"]
+    assert len(caught.value.missing["hr/get_employe"]) <= 3
+
+
+def test_schemas_come_back_in_request_order_without_duplicates(sample_registry: Registry) -> None:
+    ids = ["support/create_ticket", "hr/get_employee", "support/create_ticket"]
+    assert [e.id for e in sample_registry.schemas(ids)] == ids[:2]
+
+
+def test_function_names_are_unique_and_safe_across_the_samples(sample_registry: Registry) -> None:
+    names = [e.function_name for e in sample_registry.index.entries]
+    assert len(set(names)) == len(names)
+    assert all(FUNCTION_NAME.match(n) for n in names)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("open a support ticket for a customer", "support/create_ticket"),
+        ("book time off next week", "hr/submit_leave_request"),
+        ("roll back the release that broke production", "devops/rollback_deployment"),
+        ("pay a supplier's bill", "finance/schedule_vendor_payment"),
+        ("reset a user's two-factor authentication", "identity/reset_mfa_factors"),
+        ("find a slot when everyone is free to meet", "workspace/find_meeting_times"),
+    ],
+)
+def test_paraphrased_needs_find_the_obvious_tool(
+    sample_registry: Registry, query: str, expected: str
+) -> None:
+    ids = [h.entry.id for h in sample_registry.search(query, limit=3).hits]
+    assert expected in ids
+
+
+def test_hits_are_ordered_by_score_then_id(sample_registry: Registry) -> None:
+    hits = sample_registry.search("list things", limit=50).hits
+    keys = [(-h.score, h.entry.id) for h in hits]
+    assert keys == sorted(keys)
+    assert len(hits) == 50
+
+
+def test_catalog_filter_restricts_hits(sample_registry: Registry) -> None:
+    hits = sample_registry.search("create a record", limit=10, catalogs=["crm"]).hits
+    assert hits
+    assert {h.entry.tool.catalog for h in hits} == {"crm"}
+    with pytest.raises(CatalogNotFound):
+        sample_registry.search("x", catalogs=["no-such-catalog"])
+
+
+@pytest.mark.parametrize(("query", "limit"), [("   ", 5), ("x" * 2001, 5), ("ok", 51), ("ok", -1)])
+def test_malformed_searches_are_rejected(sample_registry: Registry, query: str, limit: int) -> None:
+    with pytest.raises(InvalidRequest):
+        sample_registry.search(query, limit)
+
+
+def test_an_unrelated_need_is_flagged_as_a_weak_match(sample_registry: Registry) -> None:
+    assert sample_registry.search("bake a chocolate cake").weak_match
+    assert not sample_registry.search("open a support ticket for a customer").weak_match
+
+
+def test_queries_before_loading_are_refused(tmp_path: Path, embedder: CountingEmbedder) -> None:
+    registry = Registry(Store(tmp_path / "r.db"), embedder)
+    with pytest.raises(NotReady):
+        registry.search("anything")
