@@ -16,9 +16,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-serve: $(STAMP)
+READ_SCOPES := hr:read,finance:read,crm:read,devops:read,support:read,workspace:read,analytics:read,legal:read,it:read
+
+# The first run creates a development keys file (hashes only) with an admin key and a
+# read-only key; their plaintext goes to $(DATA)/dev-keys.env (mode 0600) so they can be
+# printed again. Development only: production keys come from `capreg keys add`.
+$(DATA)/keys.yaml: | $(STAMP)
 	mkdir -p $(DATA)
-	$(VENV)/bin/capreg serve --db $(DATA)/registry.db --catalogs catalogs --listen $(LISTEN)
+	umask 077; \
+	admin=$$($(VENV)/bin/capreg keys add dev-admin --scopes 'registry:admin,*' --keys $@.tmp) && \
+	reader=$$($(VENV)/bin/capreg keys add dev-reader --scopes '$(READ_SCOPES)' --keys $@.tmp) && \
+	printf 'export CAPREG_API_KEY=%s\n# read-only: export CAPREG_API_KEY=%s\n' "$$admin" "$$reader" > $(DATA)/dev-keys.env && \
+	mv $@.tmp $@
+
+serve: $(STAMP) $(DATA)/keys.yaml
+	@echo "Development keys (admin, then read-only); use them with: source $(DATA)/dev-keys.env"
+	@cat $(DATA)/dev-keys.env
+	$(VENV)/bin/capreg serve --db $(DATA)/registry.db --catalogs catalogs --listen $(LISTEN) --keys $(DATA)/keys.yaml
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: $(STAMP)

@@ -39,14 +39,21 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         model_path=Path(args.model) if args.model else None,
         tls_cert=Path(args.tls_cert) if args.tls_cert else None,
         tls_key=Path(args.tls_key) if args.tls_key else None,
+        keys_file=Path(args.keys) if args.keys else None,
+        result_cache_size=args.cache_size,
+        result_cache_ttl=args.cache_ttl,
         progress=sys.stderr.isatty(),
     )
     if bool(config.tls_cert) != bool(config.tls_key):
         raise CommandError("--tls-cert and --tls-key go together")
-    if not is_loopback(config.listen):
+    try:
+        loopback = is_loopback(config.listen)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    if not loopback and config.keys_file is None:
         raise CommandError(
             f"refusing to listen on non-loopback address {config.listen} without credentials "
-            "configured; use 127.0.0.1:PORT"
+            "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
         )
     if config.catalogs_dir and not config.catalogs_dir.is_dir():
         raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
@@ -55,12 +62,18 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
 
 async def run_server(config: ServerConfig) -> None:
     from indexer.embedder import SentenceTransformerEmbedder
+    from registry.auth import Authenticator
     from registry.catalog_dir import sync_folder
     from registry.engine import Registry
+    from registry.keys import KeyFileError, KeyStore
     from registry.server import create_server, mark_serving
     from registry.store import Store
 
     started = time.perf_counter()
+    try:
+        keys = KeyStore.load(config.keys_file) if config.keys_file else None
+    except (KeyFileError, OSError) as exc:
+        raise CommandError(f"cannot use keys file: {exc}") from exc
     store = Store(config.db)
     embedder = SentenceTransformerEmbedder(config.model_path)
     registry = Registry(
@@ -68,15 +81,21 @@ async def run_server(config: ServerConfig) -> None:
         embedder,
         weak_score=config.weak_score,
         query_cache_size=config.query_cache_size,
+        result_cache_size=config.result_cache_size,
+        result_cache_ttl=config.result_cache_ttl,
         progress=config.progress,
     )
-    server, port, health = create_server(config, registry)
+    server, port, health = create_server(config, registry, Authenticator(keys))
     if port == 0:
         raise CommandError(f"cannot listen on {config.listen}")
     await server.start()
-    logger.warning(
-        "no keys file: every local caller is an administrator; listening on loopback only"
-    )
+    if keys is None:
+        logger.warning(
+            "NO KEYS FILE: every caller is an administrator who sees every tool. "
+            "Listening on loopback only; pass --keys FILE to enforce API keys and scopes."
+        )
+    else:
+        logger.info("API keys and scopes enforced from %s", keys.path)
     # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads.
     await asyncio.to_thread(registry.load)
     if config.catalogs_dir:
@@ -117,17 +136,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _stub(args: argparse.Namespace) -> tuple[pb_grpc.CapabilityRegistryStub, grpc.Channel]:
-    channel = grpc.insecure_channel(
-        args.server,
-        options=[("grpc.max_send_message_length", 40 * 1024 * 1024)],
-    )
+    options = [("grpc.max_send_message_length", 40 * 1024 * 1024)]
+    if args.ca_file:
+        try:
+            root = Path(args.ca_file).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read --ca-file {args.ca_file}: {exc.strerror}") from exc
+        credentials = grpc.ssl_channel_credentials(root_certificates=root)
+        channel = grpc.secure_channel(args.server, credentials, options=options)
+    else:
+        channel = grpc.insecure_channel(args.server, options=options)
     return pb_grpc.CapabilityRegistryStub(channel), channel
 
 
 def _call(args: argparse.Namespace, method: str, request: Any) -> Any:
     stub, channel = _stub(args)
+    metadata = [("authorization", f"Bearer {args.api_key}")] if args.api_key else None
     try:
-        return getattr(stub, method)(request, timeout=args.timeout)
+        return getattr(stub, method)(request, timeout=args.timeout, metadata=metadata)
     except grpc.RpcError as exc:
         code = exc.code()
         detail = exc.details()
@@ -237,6 +263,46 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_keys_add(args: argparse.Namespace) -> int:
+    from registry.keys import KeyFileError, add_key
+
+    scopes = [s.strip() for s in args.scopes.split(",") if s.strip()] if args.scopes else None
+    try:
+        key = add_key(args.keys, args.name, scopes)
+    except (KeyFileError, ValueError) as exc:
+        raise CommandError(str(exc)) from exc
+    print(key)
+    print(
+        f"(new key for '{args.name}' in {args.keys}; it is shown only this once)", file=sys.stderr
+    )
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    from registry.keys import KeyFileError, list_principals
+
+    try:
+        principals = list_principals(args.keys)
+    except (KeyFileError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+    for p in principals:
+        keys = ", ".join(f"{k.id} ({k.created})" for k in p.keys) or "no keys"
+        print(f"{p.name}  scopes: {','.join(p.scopes) or '-'}  keys: {keys}")
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from registry.keys import KeyFileError, revoke
+
+    try:
+        done = revoke(args.keys, args.target)
+    except (KeyFileError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+    what = "principal" if done.kind == "principal" else "key"
+    print(f"revoked {what} {args.target} of '{done.principal}' ({len(done.key_ids)} keys)")
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------
 
 
@@ -251,9 +317,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--listen", default=os.environ.get("CAPREG_LISTEN", DEFAULT_LISTEN))
     serve.add_argument("--catalogs", help="register every catalog file in this folder at start")
     serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
-    serve.add_argument("--tls-cert")
-    serve.add_argument("--tls-key")
+    serve.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
+    serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    serve.add_argument(
+        "--keys", default=os.environ.get("CAPREG_KEYS"), help="keys file: enforce API keys"
+    )
+    serve.add_argument("--cache-size", type=int, default=2_048, help="result cache entries")
+    serve.add_argument("--cache-ttl", type=float, default=300.0, help="result cache seconds")
     serve.set_defaults(handler=cmd_serve)
+
+    keys = commands.add_parser("keys", help="manage API keys and their scopes")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys_file = argparse.ArgumentParser(add_help=False)
+    keys_file.add_argument("--keys", default=os.environ.get("CAPREG_KEYS", "capreg-keys.yaml"))
+    keys_add = key_commands.add_parser("add", parents=[keys_file], help="create a key")
+    keys_add.add_argument("name")
+    keys_add.add_argument("--scopes", help="comma-separated granted scopes, e.g. hr:*,crm:read")
+    keys_add.set_defaults(handler=cmd_keys_add)
+    keys_list = key_commands.add_parser("list", parents=[keys_file], help="list principals")
+    keys_list.set_defaults(handler=cmd_keys_list)
+    keys_revoke = key_commands.add_parser(
+        "revoke", parents=[keys_file], help="revoke a key id or a whole principal"
+    )
+    keys_revoke.add_argument("target", help="key id or principal name")
+    keys_revoke.set_defaults(handler=cmd_keys_revoke)
 
     client = argparse.ArgumentParser(add_help=False)
     client.add_argument(
@@ -261,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     client.add_argument("--json", action="store_true", help="print the reply as JSON")
     client.add_argument("--timeout", type=float, default=120.0, help="seconds")
+    client.add_argument("--api-key", default=os.environ.get("CAPREG_API_KEY"), help="API key")
+    client.add_argument("--ca-file", help="PEM CA certificate: connect with TLS")
 
     def add(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> Any:
         sub = commands.add_parser(name, parents=[client], help=help_)
@@ -286,8 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The server narrates at INFO; client commands speak only through their output.
+    default_level = "INFO" if args.command == "serve" else "WARNING"
     logging.basicConfig(
-        level=os.environ.get("CAPREG_LOG_LEVEL", "INFO"),
+        level=os.environ.get("CAPREG_LOG_LEVEL", default_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

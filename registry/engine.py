@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,9 +22,10 @@ from indexer.document import document_hash, document_text, summary
 from indexer.embedder import Embedder
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
-from indexer.search import Hit, IndexedTool, ToolIndex, Visibility, everything
-from registry.cache import TTLCache, normalise_query
+from indexer.search import Hit, IndexedTool, ToolIndex
+from registry.cache import SearchCacheKey, TTLCache, normalise_query
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
+from registry.scopes import Grants
 from registry.store import Store, StoredCatalog, StoredTool
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 2_000
 MAX_IDS = 50
+# What a caller without restrictions (local development mode, internal tools) sees.
+ALL = Grants.parse(["*"])
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class SearchOutcome:
     hits: list[Hit]
     generation: int
     weak_match: bool
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ class _Live:
         catalog = self.stored.catalog
         self.scope_counts = Counter(catalog.required_scopes(t) for t in catalog.tools)
 
-    def visible_count(self, visible: Visibility) -> int:
-        return sum(n for scopes, n in self.scope_counts.items() if visible(scopes))
+    def visible_count(self, viewer: Grants) -> int:
+        return sum(n for scopes, n in self.scope_counts.items() if viewer.allows(scopes))
 
 
 def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
@@ -102,6 +106,8 @@ class Registry:
         *,
         weak_score: float = 0.3,
         query_cache_size: int = 4_096,
+        result_cache_size: int = 2_048,
+        result_cache_ttl: float = 300.0,
         progress: bool = False,
     ) -> None:
         self._store = store
@@ -115,6 +121,11 @@ class Registry:
         # Query text -> vector holds no tool data, so every caller may share it.
         self._query_vectors: TTLCache[str, NDArray[np.float32]] = TTLCache(
             max_entries=query_cache_size, ttl_seconds=24 * 3600.0
+        )
+        # Results are keyed by the caller's visibility class and the index generation, so one
+        # caller's results can never reach a caller who sees differently, nor outlive a change.
+        self._results: TTLCache[SearchCacheKey, SearchOutcome] = TTLCache(
+            max_entries=result_cache_size, ttl_seconds=result_cache_ttl
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -256,7 +267,7 @@ class Registry:
         with self._write_lock:
             current = self._live.get(name)
             if current is None:
-                raise CatalogNotFound(name, self._close_catalogs(name, everything))
+                raise CatalogNotFound(name, self._close_catalogs(name, ALL))
             generation = self._store.delete_catalog(name)
             if generation is None:  # pragma: no cover - memory and store disagree
                 raise CatalogNotFound(name)
@@ -320,7 +331,7 @@ class Registry:
         query: str,
         limit: int = 0,
         catalogs: Iterable[str] = (),
-        visible: Visibility = everything,
+        viewer: Grants = ALL,
     ) -> SearchOutcome:
         index = self.index
         text = query.strip()
@@ -333,15 +344,40 @@ class Registry:
         wanted = sorted(set(catalogs))
         for name in wanted:
             live = self._live.get(name)
-            if live is None or not live.visible_count(visible):
-                raise CatalogNotFound(name, self._close_catalogs(name, visible))
+            if live is None or not live.visible_count(viewer):
+                raise CatalogNotFound(name, self._close_catalogs(name, viewer))
+        key = SearchCacheKey(
+            query=text,
+            limit=limit or DEFAULT_LIMIT,
+            catalogs=tuple(wanted),
+            visibility_class=viewer.visibility_class,
+            generation=index.generation,
+        )
+        cached = self._cached(key)
+        if cached is not None:
+            return replace(cached, cached=True)
         hits = index.search(
-            self.embed_query(text), limit or DEFAULT_LIMIT, catalogs=wanted, visible=visible
+            self.embed_query(text), key.limit, catalogs=wanted, visible=viewer.allows
         )
         weak = not hits or hits[0].score < self._weak_score
-        return SearchOutcome(hits, index.generation, weak)
+        outcome = SearchOutcome(hits, index.generation, weak)
+        self._remember(key, outcome)
+        return outcome
 
-    def schemas(self, ids: Sequence[str], visible: Visibility = everything) -> list[IndexedTool]:
+    def _cached(self, key: SearchCacheKey) -> SearchOutcome | None:
+        try:
+            return self._results.get(key)
+        except Exception:  # a cache fault costs a recomputation, never the request
+            logger.exception("result cache lookup failed")
+            return None
+
+    def _remember(self, key: SearchCacheKey, outcome: SearchOutcome) -> None:
+        try:
+            self._results.put(key, outcome)
+        except Exception:  # a cache fault costs a recomputation, never the request
+            logger.exception("result cache store failed")
+
+    def schemas(self, ids: Sequence[str], viewer: Grants = ALL) -> list[IndexedTool]:
         """The tools for `ids` in request order (duplicates once); every id must be visible."""
         index = self.index
         unique = list(dict.fromkeys(ids))
@@ -349,19 +385,22 @@ class Registry:
             raise InvalidRequest("ids must name at least one tool id ('<catalog>/<tool>')")
         if len(unique) > MAX_IDS:
             raise InvalidRequest(f"at most {MAX_IDS} ids per call (got {len(unique)})")
-        found = {tool_id: index.get(tool_id, visible) for tool_id in unique}
-        missing = {i: index.suggestions(i, visible) for i, entry in found.items() if entry is None}
+        found = {tool_id: index.get(tool_id, viewer.allows) for tool_id in unique}
+        missing = {
+            i: index.suggestions(i, viewer.allows) for i, entry in found.items() if entry is None
+        }
         if missing:
             raise ToolsNotFound(missing)
         return [entry for entry in found.values() if entry is not None]
 
-    def catalogs(self, visible: Visibility = everything) -> list[CatalogSummary]:
+    def catalogs(self, viewer: Grants = ALL) -> list[CatalogSummary]:
         """Catalogs with at least one tool the caller may see, with visible counts."""
         result = []
         for name in sorted(self._live):
             live = self._live[name]
-            count = live.visible_count(visible)
-            if count or (visible is everything):
+            count = live.visible_count(viewer)
+            # An empty catalog is listed only to callers who may see everything.
+            if count or viewer == ALL:
                 catalog = live.stored.catalog
                 result.append(
                     CatalogSummary(
@@ -371,6 +410,6 @@ class Registry:
                 )  # fmt: skip
         return result
 
-    def _close_catalogs(self, name: str, visible: Visibility) -> list[str]:
-        names = [c.name for c in self.catalogs(visible)]
+    def _close_catalogs(self, name: str, viewer: Grants) -> list[str]:
+        names = [c.name for c in self.catalogs(viewer)]
         return difflib.get_close_matches(name, names, n=3, cutoff=0.5)

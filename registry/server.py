@@ -6,6 +6,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from registry.auth import Authenticator
 from registry.config import MAX_MESSAGE_BYTES, ServerConfig
 from registry.engine import Registry
 from registry.proto import registry_pb2, registry_pb2_grpc
@@ -15,7 +16,7 @@ SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].fu
 
 
 def create_server(
-    config: ServerConfig, registry: Registry
+    config: ServerConfig, registry: Registry, authenticator: Authenticator
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready)."""
@@ -26,7 +27,7 @@ def create_server(
         ]
     )
     registry_pb2_grpc.add_CapabilityRegistryServicer_to_server(
-        CapabilityRegistryServicer(registry), server
+        CapabilityRegistryServicer(registry, authenticator), server
     )
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

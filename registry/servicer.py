@@ -6,9 +6,11 @@ import asyncio
 import json
 
 from indexer.search import IndexedTool
+from registry.auth import Authenticator, require_admin
 from registry.engine import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.scopes import Grants
 from registry.status import Context, mapped
 
 
@@ -31,14 +33,22 @@ def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
 
 
 class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, authenticator: Authenticator) -> None:
         self._registry = registry
+        self._auth = authenticator
+
+    def _grants(self, context: Context) -> Grants:
+        return self._auth.principal(context.invocation_metadata() or ()).grants
+
+    def _admin(self, context: Context) -> None:
+        require_admin(self._auth.principal(context.invocation_metadata() or ()))
 
     @mapped
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         # Encoding the query is CPU work that releases the GIL: keep it off the event loop.
+        grants = self._grants(context)
         outcome = await asyncio.to_thread(
-            self._registry.search, request.query, request.limit, list(request.catalogs)
+            self._registry.search, request.query, request.limit, list(request.catalogs), grants
         )
         return pb.SearchResponse(
             hits=[
@@ -54,14 +64,16 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
             ],
             index_generation=outcome.generation,
             weak_match=outcome.weak_match,
+            cached=outcome.cached,
         )
 
     @mapped
     async def GetSchema(
         self, request: pb.GetSchemaRequest, context: Context
     ) -> pb.GetSchemaResponse:
+        grants = self._grants(context)
         index = self._registry.index
-        entries = self._registry.schemas(list(request.ids))
+        entries = self._registry.schemas(list(request.ids), grants)
         return pb.GetSchemaResponse(
             tools=[tool_schema(entry) for entry in entries], index_generation=index.generation
         )
@@ -70,6 +82,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     async def RegisterCatalog(
         self, request: pb.RegisterCatalogRequest, context: Context
     ) -> pb.RegisterCatalogResponse:
+        self._admin(context)
         outcome = await asyncio.to_thread(
             self._registry.register, request.content, name=request.name, fmt=request.format
         )
@@ -89,6 +102,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     async def DeleteCatalog(
         self, request: pb.DeleteCatalogRequest, context: Context
     ) -> pb.DeleteCatalogResponse:
+        self._admin(context)
         removed, generation = await asyncio.to_thread(self._registry.delete, request.name)
         return pb.DeleteCatalogResponse(
             catalog=request.name, removed=removed, index_generation=generation
@@ -98,6 +112,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     async def ListCatalogs(
         self, request: pb.ListCatalogsRequest, context: Context
     ) -> pb.ListCatalogsResponse:
+        grants = self._grants(context)
         generation = self._registry.index.generation
         return pb.ListCatalogsResponse(
             catalogs=[
@@ -109,7 +124,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                     revision=c.revision,
                     tool_count=c.tool_count,
                 )
-                for c in self._registry.catalogs()
+                for c in self._registry.catalogs(grants)
             ],
             index_generation=generation,
         )

@@ -13,9 +13,11 @@ import pytest
 from numpy.typing import NDArray
 
 from indexer.embedder import Embedder, SentenceTransformerEmbedder
+from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
 from registry.engine import Registry
+from registry.keys import KeyStore
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.server import create_server, mark_serving
 from registry.store import Store
@@ -106,10 +108,10 @@ def empty_registry(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Regis
 
 
 async def start_server(
-    registry: Registry, config: ServerConfig | None = None
+    registry: Registry, config: ServerConfig | None = None, keys: KeyStore | None = None
 ) -> tuple[grpc.aio.Server, str]:
     config = config or ServerConfig(listen="127.0.0.1:0")
-    server, port, health = create_server(config, registry)
+    server, port, health = create_server(config, registry, Authenticator(keys, reload_interval=0.0))
     await server.start()
     if registry.ready:
         mark_serving(health)

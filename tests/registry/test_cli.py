@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -46,60 +47,99 @@ def _wait_serving(address: str, process: subprocess.Popen[str], seconds: float =
     raise AssertionError("capreg serve did not become ready")
 
 
-@pytest.fixture
-def served(sample_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """`capreg serve` on a copy of the sample database, with the sample catalogs folder."""
+@dataclass
+class Served:
+    address: str
+    log: Path
+    keys: Path
+    admin: str
+
+
+@pytest.fixture(scope="module")
+def served(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`capreg serve --keys` on a copy of the sample database, with the sample catalogs.
+
+    One server for the module (start-up loads the model): tests undo what they change.
+    """
+    tmp_path = tmp_path_factory.mktemp("served")
     db = copy_db(sample_db, tmp_path)
+    keys = tmp_path / "keys.yaml"
+    admin = _capreg("keys", "add", "ops", "--scopes", "registry:admin,*", "--keys", str(keys))
+    assert admin.returncode == 0, admin.stderr
     address = f"127.0.0.1:{_free_port()}"
     log = tmp_path / "serve.log"
+    command = ["serve", "--db", str(db), "--listen", address, "--catalogs", str(CATALOGS)]
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [*CAPREG, "serve", "--db", str(db), "--listen", address, "--catalogs", str(CATALOGS)],
-            stdout=sink,
-            stderr=sink,
-            text=True,
+            [*CAPREG, *command, "--keys", str(keys)], stdout=sink, stderr=sink, text=True
         )
         try:
             _wait_serving(address, process)
-            yield address, log
+            yield Served(address, log, keys, admin.stdout.strip())
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
 
 
-def _capreg(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CAPREG_LOG_LEVEL": "WARNING"}
+def _capreg(*args: str, key: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CAPREG_API_KEY"}
+    if key:
+        env["CAPREG_API_KEY"] = key
     return subprocess.run([*CAPREG, *args], capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_served_catalogs_answer_the_cli_without_reembedding(served: tuple[str, Path]) -> None:
-    address, log = served
-    result = _capreg("search", "open a support ticket for a customer", "--server", address)
+def test_served_catalogs_answer_the_cli_without_reembedding(served: Served) -> None:
+    address, admin = served.address, served.admin
+    result = _capreg(
+        "search", "open a support ticket for a customer", "--server", address, key=admin
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("1. support/create_ticket")
-    assert "(0 tools embedded)" in log.read_text()
+    assert "(0 tools embedded)" in served.log.read_text()
 
-    as_json = json.loads(
-        _capreg("search", "reset my password", "--json", "--server", address).stdout
-    )
+    found = _capreg("search", "reset my password", "--json", "--server", address, key=admin)
+    as_json = json.loads(found.stdout)
     assert as_json["hits"][0]["next_call"]["ids"] == [as_json["hits"][0]["id"]]
 
-    schema = _capreg("schema", "support/create_ticket", "--json", "--server", address)
+    schema = _capreg("schema", "support/create_ticket", "--json", "--server", address, key=admin)
     assert json.loads(schema.stdout)["tools"][0]["function_name"] == "support__create_ticket"
 
-    registered = _capreg("register", str(DATA / "mini.yaml"), "--server", address)
+    registered = _capreg("register", str(DATA / "mini.yaml"), "--server", address, key=admin)
     assert "mini: 3 added" in registered.stdout
-    listed = _capreg("catalogs", "--server", address)
+    listed = _capreg("catalogs", "--server", address, key=admin)
     assert "mini 1.0.0  3 tools" in listed.stdout
-    deleted = _capreg("delete", "mini", "--server", address)
+    deleted = _capreg("delete", "mini", "--server", address, key=admin)
     assert "deleted mini: 3 tools removed" in deleted.stdout
 
 
-def test_cli_errors_are_one_line_and_non_zero(served: tuple[str, Path]) -> None:
-    address, _ = served
-    result = _capreg("schema", "hr/get_employe", "--server", address)
+def test_keys_added_while_serving_take_effect_and_scope_the_caller(served: Served) -> None:
+    keys = str(served.keys)
+    created = _capreg("keys", "add", "hr-bot", "--scopes", "hr:read", "--keys", keys)
+    assert created.returncode == 0, created.stderr
+    reader = created.stdout.strip()
+    assert reader.startswith("capreg_")
+    assert reader not in served.keys.read_text()
+    listed = _capreg("keys", "list", "--keys", keys)
+    assert "hr-bot  scopes: hr:read" in listed.stdout
+    catalogs = _capreg("catalogs", "--server", served.address, "--api-key", reader)
+    assert catalogs.stdout.split()[0] == "hr"
+    assert len(catalogs.stdout.strip().splitlines()) == 1
+    denied = _capreg("register", str(DATA / "mini.yaml"), "--server", served.address, key=reader)
+    assert denied.stderr.startswith("capreg: PERMISSION_DENIED")
+    revoked = _capreg("keys", "revoke", "hr-bot", "--keys", keys)
+    assert revoked.returncode == 0, revoked.stderr
+
+
+def test_a_call_without_a_key_is_refused(served: Served) -> None:
+    result = _capreg("catalogs", "--server", served.address)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith("capreg: UNAUTHENTICATED")
+
+
+def test_cli_errors_are_one_line_and_non_zero(served: Served) -> None:
+    result = _capreg("schema", "hr/get_employe", "--server", served.address, key=served.admin)
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("capreg: NOT_FOUND: unknown tool id: 'hr/get_employe'")
 
 
