@@ -43,6 +43,17 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+EVAL_SETS := livemcpbench seal-tools:dev seal-tools:test_in_domain seal-tools:test_out_domain stabletoolbench metatool metatool-multi
+RESULTS := docs/results
+
+# Every dataset split with every retriever; tables, JSON and recall curves into docs/results/.
+eval: $(STAMP)
+	mkdir -p $(RESULTS)
+	for set in $(EVAL_SETS); do \
+	  out=$(RESULTS)/$$(echo $$set | tr : -); \
+	  $(VENV)/bin/capreg eval --dataset $$set --markdown $$out.md --json $$out.json --plot $$out.png || exit 1; \
+	done
+
 proto: $(STAMP)
 	$(PY) proto/generate.py
 

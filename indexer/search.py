@@ -7,12 +7,14 @@ sees one consistent generation.
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.lexical import LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import VectorIndex
 
@@ -77,6 +79,8 @@ class ToolIndex:
             dtype=np.int32,
         )
         self._catalogs = catalogs
+        self._lexical: LexicalIndex | None = None
+        self._lexical_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -101,6 +105,47 @@ class ToolIndex:
         allowed_sets = [code for code, s in enumerate(self._scope_sets) if visible(s)]
         return np.isin(self._scope_codes, np.asarray(allowed_sets, dtype=np.int32))
 
+    def _eligible(self, catalogs: Iterable[str], visible: Visibility) -> NDArray[np.bool_]:
+        mask = self.visible_mask(visible)
+        wanted = list(catalogs)
+        if wanted:
+            codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
+            mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
+        return mask
+
+    def lexical(self) -> LexicalIndex:
+        """BM25 over each tool as JSON (catalog title, name, description, input schema), built
+        on first use: the text of the published LiveMCPBench BM25 baseline."""
+        with self._lexical_lock:
+            if self._lexical is None:
+                self._lexical = LexicalIndex(
+                    [
+                        protocol_tool_text(
+                            e.catalog_title or e.tool.catalog,
+                            e.tool.name,
+                            e.tool.description,
+                            e.tool.input_schema,
+                        )
+                        for e in self._entries
+                    ]
+                )
+            return self._lexical
+
+    def search_lexical(
+        self,
+        query: str,
+        limit: int,
+        *,
+        catalogs: Iterable[str] = (),
+        visible: Visibility = everything,
+    ) -> list[Hit]:
+        """The best `limit` eligible tools by BM25; tools sharing no token are not hits."""
+        scores = self.lexical().scores(query)
+        candidates = np.flatnonzero(self._eligible(catalogs, visible) & (scores > 0.0))
+        # Rows are in id order: lexsort by (-score, row) breaks ties by id.
+        order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
+        return [Hit(self._entries[int(row)], float(scores[row])) for row in order]
+
     def search(
         self,
         query: NDArray[np.float32],
@@ -114,11 +159,7 @@ class ToolIndex:
         Ordered by score, ties by id. Filtering happens inside the vector search, so the page
         is full whenever enough eligible tools exist.
         """
-        mask = self.visible_mask(visible)
-        wanted = list(catalogs)
-        if wanted:
-            codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
-            mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
+        mask = self._eligible(catalogs, visible)
         eligible = int(mask.sum())
         if limit <= 0 or eligible == 0:
             return []

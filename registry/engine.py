@@ -32,8 +32,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
-MAX_QUERY_CHARS = 2_000
+MAX_QUERY_CHARS = 32_000
 MAX_IDS = 50
+# "default" is what the server serves; the others exist for evaluation and comparison.
+RETRIEVERS = ("default", "dense", "bm25")
 # What a caller without restrictions (local development mode, internal tools) sees.
 ALL = Grants.parse(["*"])
 
@@ -318,6 +320,14 @@ class Registry:
 
     # -- reads -----------------------------------------------------------------------------
 
+    def warm_queries(self, queries: Sequence[str], *, progress: bool = False) -> None:
+        """Encodes many queries in batches ahead of time (evaluation runs thousands)."""
+        keys = list(dict.fromkeys(normalise_query(q) for q in queries))
+        missing = [k for k in keys if self._query_vectors.get(k) is None]
+        vectors = self._embedder.encode(missing, progress=progress)
+        for key, vector in zip(missing, vectors, strict=True):
+            self._query_vectors.put(key, vector)
+
     def embed_query(self, query: str) -> NDArray[np.float32]:
         key = normalise_query(query)
         vector = self._query_vectors.get(key)
@@ -332,6 +342,7 @@ class Registry:
         limit: int = 0,
         catalogs: Iterable[str] = (),
         viewer: Grants = ALL,
+        retriever: str = "default",
     ) -> SearchOutcome:
         index = self.index
         text = query.strip()
@@ -341,6 +352,8 @@ class Registry:
             raise InvalidRequest(f"query must be at most {MAX_QUERY_CHARS} characters")
         if limit < 0 or limit > MAX_LIMIT:
             raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT} (0 for the default)")
+        if retriever not in RETRIEVERS:
+            raise InvalidRequest(f"retriever must be one of {', '.join(RETRIEVERS)}")
         wanted = sorted(set(catalogs))
         for name in wanted:
             live = self._live.get(name)
@@ -352,14 +365,19 @@ class Registry:
             catalogs=tuple(wanted),
             visibility_class=viewer.visibility_class,
             generation=index.generation,
+            filters=(("retriever", retriever),),
         )
         cached = self._cached(key)
         if cached is not None:
             return replace(cached, cached=True)
-        hits = index.search(
-            self.embed_query(text), key.limit, catalogs=wanted, visible=viewer.allows
-        )
-        weak = not hits or hits[0].score < self._weak_score
+        if retriever == "bm25":
+            hits = index.search_lexical(text, key.limit, catalogs=wanted, visible=viewer.allows)
+            weak = not hits
+        else:
+            hits = index.search(
+                self.embed_query(text), key.limit, catalogs=wanted, visible=viewer.allows
+            )
+            weak = not hits or hits[0].score < self._weak_score
         outcome = SearchOutcome(hits, index.generation, weak)
         self._remember(key, outcome)
         return outcome

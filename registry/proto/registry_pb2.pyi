@@ -40,7 +40,7 @@ class SearchRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     CATALOGS_FIELD_NUMBER: _builtins.int
     query: _builtins.str
-    """What the agent needs, in words. Required; at most 2,000 characters."""
+    """What the agent needs, in words. Required; at most 32,000 characters."""
     limit: _builtins.int
     """Number of hits wanted: 0 means the default (5); at most 50."""
     @_builtins.property
@@ -247,13 +247,15 @@ class RegisterCatalogRequest(_message.Message):
     CONTENT_FIELD_NUMBER: _builtins.int
     FORMAT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """The catalog name. Required for the "mcp" format; for "native" it may be empty (the
-    content's name is used) and must otherwise equal it.
+    """The catalog name. Required for every format but "native", whose content names itself
+    (there it may be empty, and must otherwise equal the content's name).
     """
     content: _builtins.str
     """The catalog file's text (JSON or YAML), at most 32 MiB."""
     format: _builtins.str
-    """"native", "mcp", or "" / "auto" to detect it from the content."""
+    """"native", "mcp" (a tools/list result), "openai", "anthropic" (tool definition lists),
+    "openapi" (an OpenAPI 3.0/3.1 document), or "" / "auto" to detect it from the content.
+    """
     def __init__(
         self,
         *,

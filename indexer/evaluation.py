@@ -1,0 +1,163 @@
+"""Scores a search function against labeled queries: answers in, metric reports out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from indexer.datasets import LabeledQuery
+from indexer.metrics import KS, evaluate, recall_at_k
+
+CURVE_KS = tuple(range(1, 11))
+# Columns of the readable table, in order.
+TABLE_COLUMNS = (
+    "precision@1",
+    "recall@1",
+    "recall@3",
+    "f1@3",
+    "recall@5",
+    "f1@5",
+    "recall@10",
+    "ndcg@10",
+    "mrr",
+    "precision@returned",
+    "recall@returned",
+    "f1@returned",
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the registry answered for one query."""
+
+    # The best ids, at least max(KS) deep when the registry has that many.
+    ranked: tuple[str, ...]
+    # What a default request returns (its limit and any confidence cut).
+    returned: tuple[str, ...]
+    # Whether the registry flagged "no good match".
+    weak: bool
+
+
+Searcher = Callable[[str], Answer]
+
+
+@dataclass
+class Report:
+    dataset: str
+    retriever: str
+    tools: int
+    queries: int
+    metrics: dict[str, float]
+    none: dict[str, float | int]
+    recall_curve: dict[int, float]
+    per_query: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
+        summary = {
+            "dataset": self.dataset,
+            "tools": self.tools,
+            "queries": self.queries,
+            "retriever": self.retriever,
+            "metrics": self.metrics,
+            "none": self.none,
+            "recall_curve": {str(k): v for k, v in self.recall_curve.items()},
+        }
+        return {**summary, "per_query": self.per_query} if per_query else summary
+
+
+def run(
+    dataset: str,
+    retriever: str,
+    tools: int,
+    queries: Sequence[LabeledQuery],
+    search: Searcher,
+    *,
+    ks: Sequence[int] = KS,
+    progress: bool = False,
+) -> Report:
+    """Asks `search` every query and scores the answers (macro averages over queries).
+
+    Queries with an empty gold set ("nothing here serves this") are scored apart: how often
+    the registry flags them as weak, against how often it flags answerable queries.
+    """
+    judged = []
+    per_query = []
+    weak_on_none = weak_on_answerable = none_count = 0
+    for query in tqdm(queries, desc=f"{dataset} {retriever}", disable=not progress, unit="q"):
+        answer = search(query.query)
+        per_query.append(
+            {
+                "id": query.id,
+                "relevant": sorted(query.relevant),
+                "ranked": list(answer.ranked[: max(ks)]),
+                "returned": list(answer.returned),
+                "weak": answer.weak,
+            }
+        )
+        if not query.relevant:
+            none_count += 1
+            weak_on_none += answer.weak
+            continue
+        weak_on_answerable += answer.weak
+        judged.append((answer.ranked, query.relevant, answer.returned))
+    answerable = len(judged)
+    metrics = evaluate(judged, ks) if judged else {}
+    curve = {
+        k: sum(recall_at_k(r, g, k) for r, g, _ in judged) / answerable if answerable else 0.0
+        for k in CURVE_KS
+    }
+    none: dict[str, float | int] = {
+        "queries": none_count,
+        "flagged_weak": weak_on_none / none_count if none_count else 0.0,
+        "false_weak_rate": weak_on_answerable / answerable if answerable else 0.0,
+    }
+    return Report(dataset, retriever, tools, answerable, metrics, none, curve, per_query)
+
+
+def format_table(reports: Iterable[Report], *, percent: bool = True) -> str:
+    """A markdown table, one row per report (values in percent with two decimals)."""
+    rows = list(reports)
+    header = "| retriever | " + " | ".join(TABLE_COLUMNS) + " |"
+    lines = [header, "|" + " --- |" * (len(TABLE_COLUMNS) + 1)]
+    for report in rows:
+        values = [report.metrics.get(column, 0.0) for column in TABLE_COLUMNS]
+        shown = [f"{v * 100:.2f}" if percent else f"{v:.4f}" for v in values]
+        lines.append(f"| {report.retriever} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def write_json(reports: Sequence[Report], path: Path, *, per_query: bool = False) -> None:
+    items = [r.to_json(per_query=per_query) for r in reports]
+    payload: Any = items[0] if len(items) == 1 else items
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def plot_recall(reports: Sequence[Report], path: Path) -> None:
+    """Recall@k for k = 1..10, one line per report."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display here
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    for report in reports:
+        ks = list(report.recall_curve)
+        axes.plot(
+            ks, [report.recall_curve[k] * 100 for k in ks], marker="o", label=report.retriever
+        )
+    axes.set_xlabel("k")
+    axes.set_ylabel("Recall@k (%)")
+    axes.set_title(f"{reports[0].dataset}: {reports[0].queries} queries, {reports[0].tools} tools")
+    axes.set_xticks(list(CURVE_KS))
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

@@ -1,0 +1,82 @@
+"""BM25 lexical index over tool texts, set up exactly as the published livemcpbench protocol."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+from numpy.typing import NDArray
+
+# bm25s sets its own logger to DEBUG; its per-index chatter is not ours to print.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+# The protocol's settings (datasets README, step 7): changing any of them moves the anchor.
+K1 = 1.5
+B = 0.75
+STOPWORDS = "en"
+
+
+class LexicalIndex:
+    """Okapi BM25 (bm25s, Lucene variant) over a fixed list of documents, searched by row."""
+
+    def __init__(self, documents: Sequence[str]) -> None:
+        self._size = len(documents)
+        self._retriever: bm25s.BM25 | None = None
+        # No stemmer: the published figures use bm25s' plain lowercase \w\w+ tokens.
+        corpus_tokens = bm25s.tokenize(list(documents), stopwords=STOPWORDS, show_progress=False)
+        if not corpus_tokens.vocab:
+            # bm25s cannot index a corpus without a single token (its average length is 0);
+            # such an index can match nothing anyway.
+            return
+        self._retriever = bm25s.BM25(k1=K1, b=B)
+        self._retriever.index(corpus_tokens, show_progress=False)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def scores(self, query: str) -> NDArray[np.float32]:
+        """The BM25 score of every document for `query` (zeros where nothing matches)."""
+        if self._retriever is None:
+            return np.zeros(self._size, dtype=np.float32)
+        # Tokenised in its own call, as in the protocol: the query's vocabulary never
+        # touches the corpus', and tokens the corpus lacks are simply dropped.
+        query_tokens: list[list[str]] = bm25s.tokenize(
+            [query], stopwords=STOPWORDS, return_ids=False, show_progress=False
+        )
+        token_ids: list[int] = self._retriever.get_tokens_ids(query_tokens[0])
+        if not token_ids:
+            return np.zeros(self._size, dtype=np.float32)
+        return np.asarray(self._retriever.get_scores_from_ids(token_ids), dtype=np.float32)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Up to k (row, score) pairs, best first, equal scores in row order.
+
+        Only documents sharing at least one token with the query are returned (their BM25
+        score is positive), so a query with no indexed token gives an empty list.
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        scores = self.scores(query)
+        matching = np.flatnonzero(scores > 0.0)
+        # lexsort's last key is primary: score descending, then row ascending for ties.
+        order = matching[np.lexsort((matching, -scores[matching]))][:k]
+        return [(int(row), float(scores[row])) for row in order]
+
+
+def protocol_tool_text(
+    server: str | None, name: str, description: str | None, input_schema: object | None
+) -> str:
+    """The protocol's document text for a tool: its JSON with keys server, name, description,
+    inputSchema in that order, a key left out only when its value is None (so "" stays)."""
+    fields: dict[str, object] = {}
+    if server is not None:
+        fields["server"] = server
+    fields["name"] = name
+    if description is not None:
+        fields["description"] = description
+    if input_schema is not None:
+        fields["inputSchema"] = input_schema
+    return json.dumps(fields, ensure_ascii=False)

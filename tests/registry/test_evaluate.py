@@ -1,0 +1,88 @@
+"""`capreg eval` end to end on small labeled data, and the BM25 anchor through the registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from registry.cli import main
+from tests.conftest import DATA
+
+QUERIES = [
+    {
+        "id": "q1",
+        "query": "will it rain tomorrow in Lyon",
+        "relevant": ["mini/get_weather_forecast"],
+    },
+    {"id": "q2", "query": "how many yen is 30 euros", "relevant": ["mini/convert_currency"]},
+    {"id": "q3", "query": "close my account for good", "relevant": ["mini/delete_account"]},
+    {"id": "q4", "query": "compose a sonnet about the sea", "relevant": []},
+]
+
+
+@pytest.fixture
+def queries_file(tmp_path: Path) -> Path:
+    path = tmp_path / "mini-queries.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in QUERIES) + "\n")
+    return path
+
+
+def test_generic_catalogs_and_queries_produce_every_metric(
+    queries_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, plot = tmp_path / "report.json", tmp_path / "recall.png"
+    code = main(
+        ["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(queries_file),
+         "--db", str(tmp_path / "eval.db"), "--json", str(out), "--plot", str(plot)]
+    )  # fmt: skip
+    assert code == 0
+    reports = json.loads(out.read_text())
+    assert [r["retriever"] for r in reports] == ["bm25", "dense", "default"]
+    dense = reports[1]
+    assert (dense["dataset"], dense["tools"], dense["queries"]) == ("mini-queries", 3, 3)
+    for key in ("precision@1", "recall@5", "f1@5", "ndcg@10", "mrr", "precision@returned",
+                "recall@returned", "f1@returned"):  # fmt: skip
+        assert 0.0 <= dense["metrics"][key] <= 1.0
+    assert dense["metrics"]["recall@3"] == 1.0
+    assert dense["none"]["queries"] == 1
+    assert dense["none"]["flagged_weak"] == 1.0
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "| dense |" in capsys.readouterr().out
+
+
+def test_a_malformed_queries_file_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "query": "ok", "relevant": []}\n{"id": 2}\n')
+    code = main(["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(bad)])
+    assert code == 1
+    assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_an_unknown_dataset_folder_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["eval", "--dataset", "metatool", "--datasets", str(tmp_path / "nowhere")])
+    assert code == 1
+    assert "nowhere" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_livemcpbench_bm25_through_the_registry_matches_the_anchor_up_to_ties(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "bm25.json"
+    main(["eval", "--dataset", "livemcpbench", "--retriever", "bm25",
+          "--db", str(tmp_path / "l.db"), "--json", str(out)])  # fmt: skip
+    metrics = json.loads(out.read_text())["metrics"]
+    shown = {k: round(v * 100, 2) for k, v in metrics.items()}
+    # Published: P@1 28.72, nDCG@10 31.50, R@10 38.51, R@5 31.68. The registry breaks exact
+    # score ties by id; the published run broke them otherwise. The README of docs/results
+    # shows the tie analysis: every published figure lies between the tie bounds.
+    assert shown["precision@1"] == 28.72
+    assert shown["recall@10"] == 38.51
+    assert shown["recall@5"] == 31.41
+    assert shown["ndcg@10"] == 31.49

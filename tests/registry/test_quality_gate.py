@@ -1,0 +1,53 @@
+"""Regression gate: search quality on a fixed subset must not fall below committed floors.
+
+The subset is the first 200 seal-tools dev queries (the tuning split) plus all of
+livemcpbench, through the same in-process search path the server uses, with the registry's
+default retriever. Raise the floors when quality improves; never lower them to pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer.datasets import load_dataset
+from indexer.embedder import SentenceTransformerEmbedder
+from indexer.evaluation import Report, run
+from registry.engine import Registry
+from registry.evaluate import in_process_searcher, load_catalogs
+from registry.store import Store
+
+# Floors in [0, 1], a little under the figures measured when they were last raised.
+FLOORS = {
+    "seal-tools:dev": {"recall@5": 0.88, "f1@returned": 0.29},
+    "livemcpbench": {"recall@5": 0.34, "f1@returned": 0.21},
+}
+SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0}
+
+
+def _report(name: str, model: SentenceTransformerEmbedder, folder: Path) -> Report:
+    dataset = load_dataset(name)
+    queries = list(dataset.queries)[: SUBSET[name] or None]
+    store = Store(folder / f"{name.split(':')[0]}.db")
+    try:
+        registry = Registry(store, model, result_cache_size=0)
+        registry.load()
+        tools = load_catalogs(registry, dataset.catalogs)
+        registry.warm_queries([q.query for q in queries])
+        searcher = in_process_searcher(registry, "default", 10, 0)
+        return run(name, "default", tools, queries, searcher)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_search_quality_stays_above_the_committed_floors(
+    name: str, model: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    report = _report(name, model, tmp_path_factory.mktemp("gate"))
+    measured = {metric: round(report.metrics[metric], 4) for metric in FLOORS[name]}
+    print(f"{name}: {measured}")
+    for metric, floor in FLOORS[name].items():
+        assert report.metrics[metric] >= floor, f"{name} {metric} {measured[metric]} < {floor}"
