@@ -1,14 +1,17 @@
-"""Catalog files (native and MCP tools/list) -> validated `Catalog` models.
+"""Catalog files (native, MCP tools/list, OpenAI, Anthropic, OpenAPI) -> validated `Catalog`s.
 
 The whole catalog is checked before anything is returned: every problem is collected with
-the entry it concerns and the rule it breaks, so a caller can fix a file in one pass.
+the entry it concerns and the rule it breaks, so a caller can fix a file in one pass. Foreign
+formats are converted to a native document first, so one validator (and one set of size
+limits) serves every format.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
@@ -16,7 +19,9 @@ import yaml
 
 from indexer.model import Catalog, JsonObject, Tool
 
-FORMATS = ("native", "mcp")
+FORMATS = ("native", "mcp", "openai", "anthropic", "openapi")
+# Converted to a native document (see `Converted`) before validation.
+FOREIGN_FORMATS = ("openai", "anthropic", "openapi")
 NATIVE_VERSION = 1
 
 CATALOG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -49,14 +54,33 @@ META_EXAMPLES = "capreg/examples"
 class CatalogError(ValueError):
     """A catalog that cannot be registered; `problems` lists every rule it breaks."""
 
-    def __init__(self, catalog: str, problems: list[str]) -> None:
+    def __init__(self, catalog: str, problems: list[str], parsed: Catalog | None = None) -> None:
         self.catalog = catalog
         self.problems = problems
+        # What could be read despite the problems: `capreg lint` still checks it for warnings.
+        self.parsed = parsed
         shown = "; ".join(problems[:MAX_REPORTED])
         more = len(problems) - MAX_REPORTED
         suffix = f"; and {more} more" if more > 0 else ""
         label = f"catalog '{catalog}'" if catalog else "catalog"
         super().__init__(f"{label}: {shown}{suffix}")
+
+
+@dataclass
+class Converted:
+    """A foreign catalog as a native document, remembering where each tool came from.
+
+    `sources[i]` labels `document["tools"][i]` as its own format does ("paths./pets.get"), and
+    `fields` maps native field names to the source's ("input_schema" -> "parameters"), so a
+    validation problem names the entry and field the author wrote.
+    """
+
+    format: str
+    document: dict[str, Any]
+    sources: list[str]
+    fields: dict[str, str] = field(default_factory=dict)
+    # Problems the converter found itself (an unresolvable $ref, an entry of the wrong type).
+    problems: list[str] = field(default_factory=list)
 
 
 def check_catalog_name(name: str) -> str | None:
@@ -84,22 +108,64 @@ def parse_catalog(content: str, *, name: str = "", fmt: str = "") -> Catalog:
         return _parse_native(document, name)
     if fmt == "mcp":
         return _parse_mcp(document, name)
+    if fmt in FOREIGN_FORMATS:
+        converted = _convert(document, fmt)
+        return _parse_native(converted.document, name, converted)
     raise CatalogError(name, [f"format '{fmt}' is not one of: auto, {', '.join(FORMATS)}"])
 
 
 def detect_format(document: object, name: str = "") -> str:
+    """The format of a loaded document, from its shape alone (see docs/catalog-format.md)."""
     if isinstance(document, dict):
         if "capreg" in document:
             return "native"
-        if isinstance(document.get("tools"), list) and "name" not in document:
-            return "mcp"
+        if "openapi" in document:
+            return "openapi"
+        if "swagger" in document:
+            raise CatalogError(
+                name, ["swagger: Swagger 2.0 is not supported; convert it to OpenAPI 3 first"]
+            )
+        for key in ("tools", "functions"):
+            entries = document.get(key)
+            if isinstance(entries, list) and "name" not in document:
+                # An empty or unrecognisable list stays MCP, whose parser says what is missing.
+                return _entry_format(entries) or ("mcp" if key == "tools" else "openai")
+    if isinstance(document, list):
+        fmt = _entry_format(document)
+        if fmt in FOREIGN_FORMATS:
+            return fmt
     raise CatalogError(
         name,
         [
             "cannot tell the format: a native catalog has a top-level 'capreg: 1'; an MCP "
-            "tools/list result is an object with a 'tools' list"
+            "tools/list result is an object with a 'tools' list of {name, inputSchema}; an "
+            "OpenAI list holds {type: function, function: {...}} or {name, parameters}; an "
+            "Anthropic list holds {name, input_schema}; an OpenAPI document has 'openapi: 3.x'"
         ],
     )
+
+
+def _entry_format(entries: Sequence[object]) -> str | None:
+    """The format a list of tool entries is written in, judged by its first object."""
+    entry = next((e for e in entries if isinstance(e, dict)), None)
+    if entry is None:
+        return None
+    if "inputSchema" in entry:
+        return "mcp"
+    if "input_schema" in entry:
+        return "anthropic"
+    if entry.get("type") == "function" or "function" in entry or "parameters" in entry:
+        return "openai"
+    return None
+
+
+def _convert(document: object, fmt: str) -> Converted:
+    # Imported here because the converters import this module's limits and `Converted`.
+    from indexer import function_formats, openapi
+
+    if fmt == "openapi":
+        return openapi.convert(document)
+    return function_formats.convert(document, fmt)
 
 
 def _load_document(content: str) -> object:
@@ -110,6 +176,30 @@ def _load_document(content: str) -> object:
 
 def _one_line(error: object) -> str:
     return " ".join(str(error).split())[:300]
+
+
+# Without "$schema", a schema is accepted if any draft in use by real servers accepts it:
+# tool schemas in the wild still use draft-4 forms such as a boolean exclusiveMinimum.
+_DRAFTS = (
+    jsonschema.Draft202012Validator,
+    jsonschema.Draft201909Validator,
+    jsonschema.Draft7Validator,
+    jsonschema.Draft4Validator,
+)
+
+
+def _schema_error(schema: JsonObject) -> jsonschema.SchemaError | None:
+    declared = "$schema" in schema
+    drafts = (jsonschema.validators.validator_for(schema),) if declared else _DRAFTS
+    first: jsonschema.SchemaError | None = None
+    for draft in drafts:
+        try:
+            draft.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            first = first or exc
+            continue
+        return None
+    return first
 
 
 class _Checker:
@@ -129,6 +219,7 @@ class _Checker:
         *,
         limit: int,
         required: bool = False,
+        may_be_empty: bool = False,
         field: str | None = None,
     ) -> str:
         label = f"{where}.{field or key}" if where else field or key
@@ -140,7 +231,7 @@ class _Checker:
         if not isinstance(value, str):
             self.add(label, "must be a string")
             return ""
-        if required and not value.strip():
+        if required and not may_be_empty and not value.strip():
             self.add(label, "must not be empty")
         if len(value) > limit:
             self.add(label, f"must be at most {limit} characters (has {len(value)})")
@@ -181,14 +272,10 @@ class _Checker:
         if size > MAX_SCHEMA_BYTES:
             self.add(label, f"must be at most {MAX_SCHEMA_BYTES} bytes of JSON (has {size})")
             return None
-        try:
-            validator = jsonschema.validators.validator_for(
-                value, default=jsonschema.Draft202012Validator
-            )
-            validator.check_schema(value)
-        except jsonschema.SchemaError as exc:
-            path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            self.add(label, f"is not a valid JSON Schema at {path}: {_one_line(exc.message)}")
+        error = _schema_error(value)
+        if error is not None:
+            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            self.add(label, f"is not a valid JSON Schema at {path}: {_one_line(error.message)}")
         return value
 
     def annotations(self, value: object, label: str) -> JsonObject:
@@ -228,7 +315,9 @@ def _resolve_name(check: _Checker, given: str, declared: object) -> str:
     return name
 
 
-def _tool_entries(check: _Checker, tools: object) -> list[tuple[str, dict[str, Any]]]:
+def _tool_entries(
+    check: _Checker, tools: object, sources: Sequence[str] = ()
+) -> list[tuple[str, dict[str, Any]]]:
     if not isinstance(tools, list):
         check.add("tools", "is required (a list of tools)")
         return []
@@ -242,7 +331,7 @@ def _tool_entries(check: _Checker, tools: object) -> list[tuple[str, dict[str, A
             continue
         raw = entry.get("name")
         label = f"tools[{index}] '{raw}'" if isinstance(raw, str) and raw else f"tools[{index}]"
-        entries.append((label, entry))
+        entries.append((sources[index] if index < len(sources) else label, entry))
     return entries
 
 
@@ -257,19 +346,34 @@ def _check_unique(check: _Checker, tools: Iterable[Tool]) -> None:
 def _finish(check: _Checker, name: str, catalog: Catalog) -> Catalog:
     _check_unique(check, catalog.tools)
     if check.problems:
-        raise CatalogError(name, check.problems)
+        raise CatalogError(name, check.problems, catalog)
     return catalog
 
 
-def _parse_native(document: object, given_name: str) -> Catalog:
+def _parse_native(document: object, given_name: str, foreign: Converted | None = None) -> Catalog:
     check = _Checker()
     if not isinstance(document, dict):
         raise CatalogError(given_name, ["a native catalog must be an object with 'capreg: 1'"])
-    if document.get("capreg") != NATIVE_VERSION:
+    fields = foreign.fields if foreign else {}
+
+    def src(key: str) -> str:
+        return fields.get(key, key)
+
+    if foreign is not None:
+        check.problems.extend(foreign.problems)
+    elif document.get("capreg") != NATIVE_VERSION:
         check.add("capreg", f"must be {NATIVE_VERSION} (the native format version)")
-    name = _resolve_name(check, given_name, document.get("name"))
+    if foreign is not None and not given_name:
+        check.add(
+            "name", f"is required for an {foreign.format} catalog (the CLI uses the file stem)"
+        )
+        name = ""
+    else:
+        name = _resolve_name(check, given_name, document.get("name"))
+    # Foreign formats have no required catalog description, as MCP has none.
+    required = foreign is None
     description = check.text(
-        document, "description", "", limit=MAX_CATALOG_DESCRIPTION, required=True
+        document, "description", "", limit=MAX_CATALOG_DESCRIPTION, required=required
     )
     title = check.text(document, "title", "", limit=MAX_TITLE)
     version = check.text(document, "version", "", limit=MAX_VERSION)
@@ -277,27 +381,39 @@ def _parse_native(document: object, given_name: str) -> Catalog:
         version = str(document["version"])
     defaults = check.strings(document.get("default_scopes"), "default_scopes", pattern=SCOPE)
     tools = []
-    for label, entry in _tool_entries(check, document.get("tools")):
+    sources = foreign.sources if foreign else ()
+    for label, entry in _tool_entries(check, document.get("tools"), sources):
         tools.append(
             Tool(
                 catalog=name,
-                name=check.tool_name(entry.get("name"), f"{label}.name"),
+                name=check.tool_name(entry.get("name"), f"{label}.{src('name')}"),
+                # Required, but may be empty: capreg lint warns about empty descriptions.
                 description=check.text(
-                    entry, "description", label, limit=MAX_DESCRIPTION, required=True
+                    entry,
+                    "description",
+                    label,
+                    limit=MAX_DESCRIPTION,
+                    required=foreign is None,
+                    may_be_empty=True,
+                    field=src("description"),
                 ),
                 input_schema=check.schema(
-                    entry.get("input_schema"), f"{label}.input_schema", required=True
+                    entry.get("input_schema"), f"{label}.{src('input_schema')}", required=True
                 )
                 or {},
                 output_schema=check.schema(
-                    entry.get("output_schema"), f"{label}.output_schema", required=False
+                    entry.get("output_schema"), f"{label}.{src('output_schema')}", required=False
                 ),
-                annotations=check.annotations(entry.get("annotations"), f"{label}.annotations"),
+                annotations=check.annotations(
+                    entry.get("annotations"), f"{label}.{src('annotations')}"
+                ),
                 title=check.text(entry, "title", label, limit=MAX_TITLE),
-                tags=check.strings(entry.get("tags"), f"{label}.tags"),
+                tags=check.strings(entry.get("tags"), f"{label}.{src('tags')}"),
                 scopes=frozenset(
                     check.strings(
-                        entry.get("required_scopes"), f"{label}.required_scopes", pattern=SCOPE
+                        entry.get("required_scopes"),
+                        f"{label}.{src('required_scopes')}",
+                        pattern=SCOPE,
                     )
                 ),
                 examples=check.strings(entry.get("examples"), f"{label}.examples"),
@@ -310,7 +426,7 @@ def _parse_native(document: object, given_name: str) -> Catalog:
         title=title,
         version=version,
         default_scopes=frozenset(defaults),
-        format="native",
+        format=foreign.format if foreign else "native",
     )
     return _finish(check, name or given_name, catalog)
 

@@ -21,9 +21,12 @@ def catalog_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in CATALOG_SUFFIXES)
 
 
-def request_name(path: Path, content: str) -> str:
+def request_name(path: Path, content: str, fmt: str = "auto") -> str:
     """The catalog name to send with a file: none for native files (they name themselves),
-    the file's stem otherwise."""
+    the file's stem for every other format (MCP, OpenAI, Anthropic, OpenAPI), which carry
+    no catalog name of their own."""
+    if fmt not in ("", "auto"):
+        return "" if fmt == "native" else path.stem
     try:
         document = json.loads(content) if path.suffix == ".json" else yaml.safe_load(content)
         return "" if detect_format(document) == "native" else path.stem

@@ -16,6 +16,9 @@ class ServerConfig:
     listen: str = DEFAULT_LISTEN
     db: Path = DEFAULT_DB
     catalogs_dir: Path | None = None
+    # Keep catalogs_dir registered while serving: files added, changed or removed.
+    watch: bool = False
+    watch_interval: float = 1.0
     model_path: Path | None = None
     # Below this cosine score the best hit is flagged as a weak match.
     weak_score: float = 0.3

@@ -114,7 +114,7 @@ def test_bad_catalog_is_rejected_naming_entry_and_rule(content: str, fragment: s
 def test_every_problem_is_reported_at_once() -> None:
     document = yaml.safe_load(MINI)
     document["tools"][0]["input_schema"] = {"type": "string"}
-    document["tools"][1]["description"] = ""
+    document["tools"][1]["description"] = 42
     message = _problems(yaml.safe_dump(document))
     assert "tools[0]" in message
     assert "tools[1]" in message

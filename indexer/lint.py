@@ -1,0 +1,175 @@
+"""Offline catalog checks: every validation error, plus warnings that matter for discovery.
+
+Warnings name what makes a tool hard to find or dangerous to show a model: missing or
+one-word descriptions, duplicated descriptions, names function-calling APIs reject,
+parameters without descriptions, and text aimed at the model rather than at the reader
+(the tool-poisoning vector: hidden directives, <IMPORTANT> tags, invisible characters).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from indexer.catalog import CatalogError, parse_catalog
+from indexer.model import Catalog, Tool
+from indexer.naming import FUNCTION_NAME, MAX_LENGTH
+
+MAX_DEPTH = 4  # nested parameter levels checked for descriptions
+_SNIPPET = 60
+
+# (pattern, what it is). Phrasings seen in published tool-poisoning and prompt-injection
+# examples; each is rare in an honest description of what a tool does.
+_DIRECTIVES = [
+    (
+        r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|"
+        r"all|other|system|your)\b[^.\n]{0,20}\b(instructions?|prompts?|rules|directions|"
+        r"messages|guidelines)\b",
+        "an instruction to ignore other instructions",
+    ),
+    (
+        r"</?\s*(important|system|instructions?|secret|hidden|admin|assistant|prompt)\s*>",
+        "a tag addressed to the model",
+    ),
+    (r"<!--.*?-->", "a hidden HTML comment"),
+    (
+        r"\b(do not|don't|never)\s+(tell|inform|mention|reveal|show|notify|alert)\b[^.\n]{0,30}"
+        r"\b(user|human|anyone)\b",
+        "an instruction to keep something from the user",
+    ),
+    (
+        r"\bwithout\s+(telling|informing|asking|notifying|alerting)\s+(the\s+)?(user|human)\b",
+        "an instruction to act behind the user's back",
+    ),
+    (
+        r"\b(you are now|you must now|from now on|new instructions|system prompt)\b",
+        "text that tries to re-instruct the model",
+    ),
+    (
+        r"\b(before|after|when)\s+(using|calling)\s+(this|any|the|other)\s+(tool|function)s?\b"
+        r"[^\n]{0,80}\b(read|send|include|pass|upload|fetch|forward)\b",
+        "a directive about other tool calls",
+    ),
+    (
+        r"\binstead of\s+(using\s+|calling\s+)?(any|the|other)\b[^.\n]{0,30}\btools?\b",
+        "an attempt to shadow other tools",
+    ),
+    (
+        r"(~/\.ssh|\bid_rsa\b|\.aws/credentials|/etc/passwd|\bmcp\.json\b|\.cursor/)",
+        "a reference to credentials or client configuration files",
+    ),
+]
+_PATTERNS = [(re.compile(p, re.IGNORECASE | re.DOTALL), what) for p, what in _DIRECTIVES]
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Literal["error", "warning"]
+    message: str  # "<entry>: <rule>"
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.message}"
+
+
+def lint_catalog(content: str, *, name: str = "", fmt: str = "") -> list[Finding]:
+    """Errors (what registration would reject) then warnings, for one catalog file."""
+    try:
+        catalog: Catalog | None = parse_catalog(content, name=name, fmt=fmt)
+        errors: list[str] = []
+    except CatalogError as exc:
+        catalog, errors = exc.parsed, exc.problems
+    findings = [Finding("error", problem) for problem in errors]
+    if catalog is not None:
+        findings += [Finding("warning", message) for message in discovery_warnings(catalog)]
+    return findings
+
+
+def discovery_warnings(catalog: Catalog) -> list[str]:
+    warnings = [f"catalog.description: {rule}" for rule in _directives(catalog.description)]
+    seen: dict[str, str] = {}
+    for tool in catalog.tools:
+        if not tool.name:
+            continue  # already an error
+        warnings += [f"tool '{tool.name}'{m}" for m in _tool_warnings(tool, seen)]
+    return warnings
+
+
+def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
+    words = tool.description.split()
+    if not words:
+        yield ": has no description; search can match only its name"
+    elif len(words) == 1:
+        yield ": its description is one word; say what it does, returns and is for"
+    key = " ".join(w.casefold() for w in words)
+    if key and key in seen:
+        yield f": has the same description as '{seen[key]}'; search cannot tell them apart"
+    seen.setdefault(key, tool.name)
+    if len(tool.name) > MAX_LENGTH:
+        yield (
+            f": name is {len(tool.name)} characters; function-calling APIs accept at most "
+            f"{MAX_LENGTH}, so its function name is shortened and hashed"
+        )
+    elif not FUNCTION_NAME.match(tool.name):
+        yield ": name has characters function-calling APIs reject; its function name is hashed"
+    for path in _undescribed(tool.input_schema, "", 0):
+        yield f" parameter '{path}': has no description"
+    texts = [(".description", tool.description), (".title", tool.title)]
+    texts += [(f".examples[{i}]", example) for i, example in enumerate(tool.examples)]
+    for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+        texts += [(f" {label} schema at '{p}'", t) for p, t in _schema_texts(schema or {}, "")]
+    for where, text in texts:
+        yield from (f"{where}: {rule}" for rule in _directives(text))
+
+
+def _undescribed(schema: Any, prefix: str, depth: int) -> Iterator[str]:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if depth >= MAX_DEPTH or not isinstance(properties, dict):
+        return
+    for key, spec in properties.items():
+        path = f"{prefix}{key}"
+        if not isinstance(spec, dict) or "$ref" in spec:
+            continue  # a reference is described where it points
+        if not (isinstance(spec.get("description"), str) and spec["description"].strip()):
+            yield path
+        yield from _undescribed(spec, f"{path}.", depth + 1)
+        if isinstance(spec.get("items"), dict):
+            yield from _undescribed(spec["items"], f"{path}[].", depth + 1)
+
+
+def _schema_texts(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every description, title and string default/enum/example in a schema, with its path."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            where = f"{path}/{key}"
+            if isinstance(value, str) and key in ("description", "title", "default", "examples"):
+                yield where, value
+            else:
+                yield from _schema_texts(value, where)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            if isinstance(value, str):
+                yield f"{path}/{index}", value
+            else:
+                yield from _schema_texts(value, f"{path}/{index}")
+
+
+def _directives(text: str) -> Iterator[str]:
+    """A rule broken for each way `text` addresses the model rather than the reader."""
+    for pattern, what in _PATTERNS:
+        match = pattern.search(text)
+        if match:
+            snippet = " ".join(match.group(0).split())[:_SNIPPET]
+            yield f"contains {what} ('{snippet}'), a tool-poisoning sign"
+    hidden = sorted({c for c in text if _invisible(c)})
+    if hidden:
+        codes = ", ".join(f"U+{ord(c):04X}" for c in hidden[:5])
+        yield f"contains invisible characters ({codes}) that can hide text from reviewers"
+
+
+def _invisible(char: str) -> bool:
+    # Format characters (zero-width, bidi overrides, tag characters) render as nothing.
+    category = unicodedata.category(char)
+    return category == "Cf" or (category == "Cc" and char not in "\t\n\r")
