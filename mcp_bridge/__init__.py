@@ -1,1 +1,1 @@
-"""mcp_bridge package."""
+"""The MCP bridge: discovery tools for any MCP client, answered by the registry over gRPC."""

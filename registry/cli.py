@@ -17,7 +17,9 @@ from typing import Any
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from indexer.catalog import FORMATS
 from registry.config import DEFAULT_DB, DEFAULT_LISTEN, ServerConfig, is_loopback
+from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 
@@ -43,6 +45,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         result_cache_size=args.cache_size,
         result_cache_ttl=args.cache_ttl,
         progress=sys.stderr.isatty(),
+        watch=args.watch,
+        watch_interval=args.watch_interval,
     )
     if bool(config.tls_cert) != bool(config.tls_key):
         raise CommandError("--tls-cert and --tls-key go together")
@@ -57,6 +61,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         )
     if config.catalogs_dir and not config.catalogs_dir.is_dir():
         raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
+    if config.watch and not config.catalogs_dir:
+        raise CommandError("--watch needs --catalogs DIR (the folder to watch)")
     return config
 
 
@@ -68,6 +74,7 @@ async def run_server(config: ServerConfig) -> None:
     from registry.keys import KeyFileError, KeyStore
     from registry.server import create_server, mark_serving
     from registry.store import Store
+    from registry.watch import FolderWatcher
 
     started = time.perf_counter()
     try:
@@ -98,7 +105,15 @@ async def run_server(config: ServerConfig) -> None:
         logger.info("API keys and scopes enforced from %s", keys.path)
     # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads.
     await asyncio.to_thread(registry.load)
-    if config.catalogs_dir:
+    watcher = None
+    if config.watch and config.catalogs_dir:
+        watcher = FolderWatcher(registry, config.catalogs_dir)
+        scan = await asyncio.to_thread(watcher.scan_once)
+        logger.info(
+            "catalogs in %s: %d registered (%d tools embedded), %d failed; watching for changes",
+            config.catalogs_dir, len(scan.registered), scan.embedded, len(scan.failed),
+        )  # fmt: skip
+    elif config.catalogs_dir:
         report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir)
         embedded = sum(r.embedded for r in report.registered)
         logger.info(
@@ -120,8 +135,11 @@ async def run_server(config: ServerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    watching = asyncio.create_task(watcher.run(stop, config.watch_interval)) if watcher else None
     await stop.wait()
     logger.info("stopping")
+    if watching is not None:
+        await watching  # returns at once: it waits on the same stop event
     await server.stop(config.grace_seconds)
     store.close()
 
@@ -181,7 +199,7 @@ def cmd_register(args: argparse.Namespace) -> int:
             content = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
-        name = args.name or request_name(path, content)
+        name = args.name or request_name(path, content, args.format)
         reply = _call(
             args,
             "RegisterCatalog",
@@ -263,6 +281,78 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from registry.mcp_import import ImportFailed, McpSource, list_tools, tools_list_content
+
+    # argparse cannot take options between NAME and "--": what precedes "--" is parsed again
+    # as options, and only what follows is the server's command (argparse itself drops a
+    # "--" that directly follows NAME).
+    rest = list(args.server_command)
+    cut = 0
+    if rest and rest[0].startswith("-"):
+        cut = rest.index("--") if "--" in rest else len(rest)
+    command = rest[cut + 1 :] if cut < len(rest) and rest[cut] == "--" else rest[cut:]
+    if cut:
+        args = args.import_parser.parse_args([*rest[:cut], args.name], namespace=args)
+    if bool(args.http) == bool(command):
+        raise CommandError("import-mcp needs either the server's command after '--' or --http URL")
+    source = McpSource(
+        command=tuple(command),
+        url=args.http or "",
+        env=_pairs(args.env, "=", "--env"),
+        headers=_pairs(args.header, ":", "--header"),
+    )
+    try:
+        document = asyncio.run(list_tools(source.target(), timeout=args.mcp_timeout))
+    except ImportFailed as exc:
+        raise CommandError(f"import-mcp {source.describe()}: {exc}") from exc
+    content = tools_list_content(document)
+    request = pb.RegisterCatalogRequest(name=args.name, content=content, format="mcp")
+    reply = _call(args, "RegisterCatalog", request)
+    if args.json:
+        _print_json(reply)
+    else:
+        print(
+            f"{reply.catalog}: {len(document['tools'])} tools from {source.describe()}: "
+            f"{reply.added} added, {reply.updated} updated, {reply.removed} removed, "
+            f"{reply.unchanged} unchanged (revision {reply.revision}, "
+            f"{reply.embedded} embedded)"
+        )
+    return 0
+
+
+def _pairs(items: Sequence[str] | None, separator: str, option: str) -> dict[str, str]:
+    pairs = {}
+    for item in items or []:
+        key, found, value = item.partition(separator)
+        if not found or not key.strip():
+            raise CommandError(f"{option} takes NAME{separator}VALUE (got {item!r})")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from indexer.lint import lint_catalog
+    from registry.catalog_dir import request_name
+
+    errors = warnings = 0
+    for file in args.files:
+        path = Path(file)
+        try:
+            content = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"{path}: error: cannot read the file: {exc}")
+            errors += 1
+            continue
+        name = args.name or request_name(path, content, args.format)
+        for finding in lint_catalog(content, name=name, fmt=args.format):
+            print(f"{path}: {finding}")
+            errors += finding.severity == "error"
+            warnings += finding.severity == "warning"
+    print(f"{len(args.files)} files: {errors} errors, {warnings} warnings", file=sys.stderr)
+    return 1 if errors or (args.strict and warnings) else 0
+
+
 def cmd_keys_add(args: argparse.Namespace) -> int:
     from registry.keys import KeyFileError, add_key
 
@@ -324,6 +414,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--cache-size", type=int, default=2_048, help="result cache entries")
     serve.add_argument("--cache-ttl", type=float, default=300.0, help="result cache seconds")
+    serve.add_argument(
+        "--watch", action="store_true", help="register, update and delete as --catalogs changes"
+    )
+    serve.add_argument("--watch-interval", type=float, default=1.0, help="seconds between scans")
     serve.set_defaults(handler=cmd_serve)
 
     keys = commands.add_parser("keys", help="manage API keys and their scopes")
@@ -359,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     register = add("register", cmd_register, "register or replace catalogs from files")
     register.add_argument("files", nargs="+")
     register.add_argument("--name", default="", help="catalog name (default: from the file)")
-    register.add_argument("--format", default="auto", choices=["auto", "native", "mcp"])
+    register.add_argument("--format", default="auto", choices=["auto", *FORMATS])
     search = add("search", cmd_search, "search tools by need")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=0)
@@ -369,6 +463,29 @@ def build_parser() -> argparse.ArgumentParser:
     add("catalogs", cmd_catalogs, "list catalogs")
     delete = add("delete", cmd_delete, "delete a catalog")
     delete.add_argument("name")
+    mcp = add("import-mcp", cmd_import_mcp, "register a live MCP server's tools as a catalog")
+    mcp.add_argument("name", help="catalog name")
+    mcp.add_argument(
+        "server_command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...: the MCP server"
+    )
+    mcp.add_argument("--http", help="streamable HTTP endpoint URL instead of a command")
+    mcp.add_argument("--env", action="append", help="NAME=VALUE for the server (repeatable)")
+    mcp.add_argument("--header", action="append", help="NAME: VALUE for --http (repeatable)")
+    mcp.add_argument("--mcp-timeout", type=float, default=60.0, help="seconds for the server")
+    mcp.set_defaults(import_parser=mcp)
+    lint = commands.add_parser("lint", help="check catalog files offline: errors and warnings")
+    lint.add_argument("files", nargs="+")
+    lint.add_argument("--name", default="", help="catalog name (default: from the file)")
+    lint.add_argument("--format", default="auto", choices=["auto", *FORMATS])
+    lint.add_argument("--strict", action="store_true", help="exit non-zero on warnings too")
+    lint.set_defaults(handler=cmd_lint)
+
+    from registry import evaluate
+
+    evaluate.add_parser(commands)
+    from mcp_bridge.cli import add_parser as add_bridge_parser
+
+    add_bridge_parser(commands)
     return parser
 
 
@@ -385,6 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except CommandError as exc:
+        print(f"capreg: {exc}", file=sys.stderr)
+        return 1
+    except EvalError as exc:
         print(f"capreg: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

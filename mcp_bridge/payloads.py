@@ -1,0 +1,148 @@
+"""What the model reads: registry replies and fixable mistakes, shaped as tool results."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+from mcp_bridge.registry_client import NotFound, RegistryCallFailed
+from registry.proto import registry_pb2 as pb
+
+SEARCH_TOOLS = "search_tools"
+GET_TOOL_SCHEMA = "get_tool_schema"
+LIST_CATALOGS = "list_catalogs"
+
+Payload = dict[str, Any]
+
+NO_MATCH = "No tool matches. Rephrase the need, or call list_catalogs to see what exists."
+WEAK_MATCH = (
+    "Weak match: even the best hit scores below the registry's confidence floor. Rephrase "
+    "the need, or tell the user no tool fits, rather than relying on these hits."
+)
+# The registry's message states the exact rule broken; these say what a good call looks like.
+FIX_SEARCH = "Call search_tools with query set to the capability you need, in words."
+FIX_IDS = "Pass 1 to 50 ids exactly as search_tools returned them ('<catalog>/<tool>')."
+
+
+def call(tool: str, **arguments: Any) -> Payload:
+    """A ready-to-send call of one of the bridge's tools."""
+    return {"tool": tool, "arguments": arguments}
+
+
+def result(payload: Payload, *, is_error: bool = False) -> CallToolResult:
+    # The text is what most clients show the model; structured content is for programs.
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=payload,
+        is_error=is_error,
+    )
+
+
+def search_payload(reply: pb.SearchResponse) -> Payload:
+    hits = [
+        {
+            "id": hit.id,
+            "name": hit.name,
+            "summary": hit.summary,
+            "score": round(hit.score, 3),
+            # The registry's own ready-to-send GetSchema request, as a call of this bridge.
+            "next_call": call(GET_TOOL_SCHEMA, ids=list(hit.next_call.ids)),
+        }
+        for hit in reply.hits
+    ]
+    payload: Payload = {"hits": hits, "weak_match": reply.weak_match}
+    if not hits:
+        payload["note"] = NO_MATCH
+    elif reply.weak_match:
+        payload["note"] = WEAK_MATCH
+    return payload
+
+
+def tool_definition(tool: pb.ToolSchema) -> Payload:
+    """A tool as a function-calling API takes it (`function`), with its registry id beside."""
+    definition: Payload = {
+        "id": tool.id,
+        "function": {
+            "name": tool.function_name,
+            "description": tool.description,
+            "parameters": json.loads(tool.input_schema),
+        },
+    }
+    if tool.output_schema:
+        definition["returns"] = json.loads(tool.output_schema)
+    annotations = json.loads(tool.annotations or "{}")
+    if annotations:
+        definition["annotations"] = annotations
+    return definition
+
+
+def schema_payload(reply: pb.GetSchemaResponse) -> Payload:
+    return {"tools": [tool_definition(tool) for tool in reply.tools]}
+
+
+def catalogs_payload(reply: pb.ListCatalogsResponse) -> Payload:
+    catalogs = []
+    for catalog in reply.catalogs:
+        entry: Payload = {"name": catalog.name, "tools": catalog.tool_count}
+        for key, value in (
+            ("title", catalog.title),
+            ("description", catalog.description),
+            ("version", catalog.version),
+        ):
+            if value:
+                entry[key] = value
+        catalogs.append(entry)
+    return {"catalogs": catalogs}
+
+
+def _words(tool_id: str) -> str:
+    """Search words for an id the registry does not know: its tool part, spelled out."""
+    name = tool_id.rsplit("/", 1)[-1]
+    return " ".join(name.replace("_", " ").replace("-", " ").split()) or tool_id
+
+
+def plain_recovery(error: RegistryCallFailed) -> Payload:
+    """For a call without arguments: nothing to correct, only the registry's word."""
+    return {"error": str(error)}
+
+
+def search_recovery(error: RegistryCallFailed) -> Payload:
+    """The way forward after search_tools was refused as malformed."""
+    if isinstance(error, NotFound):
+        return {"error": str(error), "next_calls": [call(LIST_CATALOGS)]}
+    return {"error": str(error), "fix": FIX_SEARCH}
+
+
+def schema_recovery(error: RegistryCallFailed, ids: list[str]) -> Payload:
+    """The way forward after get_tool_schema was refused: corrected ids, or searches."""
+    if not isinstance(error, NotFound):
+        return {"error": str(error), "fix": FIX_IDS}
+    missing = error.suggestions
+    if not missing:
+        # The message could not be read, so nothing says which ids were unknown: search each.
+        return {
+            "error": str(error),
+            "next_calls": [call(SEARCH_TOOLS, query=_words(tool_id)) for tool_id in ids],
+        }
+    retry: list[str] = []
+    searches: list[Payload] = []
+    for tool_id in ids:
+        if tool_id not in missing:
+            retry.append(tool_id)
+        elif missing[tool_id]:
+            retry.append(missing[tool_id][0])
+        else:
+            searches.append(call(SEARCH_TOOLS, query=_words(tool_id)))
+    next_calls: list[Payload] = []
+    if retry and retry != ids:  # the known ids, with each unknown one's closest suggestion
+        next_calls.append(call(GET_TOOL_SCHEMA, ids=list(dict.fromkeys(retry))))
+    next_calls.extend(searches)
+    payload: Payload = {"error": str(error)}
+    suggestions = {tool_id: found for tool_id, found in missing.items() if found}
+    if suggestions:
+        payload["suggestions"] = suggestions
+    payload["next_calls"] = next_calls
+    return payload

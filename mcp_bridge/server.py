@@ -1,0 +1,164 @@
+"""The MCP server: three discovery tools that answer from the registry, and nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, CallToolResult, ToolAnnotations
+from pydantic import Field
+from starlette.requests import Request
+
+from mcp_bridge import payloads
+from mcp_bridge.payloads import Payload
+from mcp_bridge.registry_client import (
+    KEY_HINT,
+    REFUSED,
+    AccessRefused,
+    InvalidRequest,
+    NotFound,
+    RegistryCallFailed,
+    RegistryClient,
+)
+from registry.auth import bearer_key
+
+logger = logging.getLogger(__name__)
+
+# Whose key a call carries to the registry. It may raise AccessRefused.
+KeySource = Callable[[Context[Any, Any]], str | None]
+
+INSTRUCTIONS = (
+    "Tools are not preloaded: search_tools finds the ones a task needs, get_tool_schema "
+    "gives their definitions."
+)
+
+# Every word below is sent on every turn of every agent that connects: keep them earned.
+SEARCH_TOOLS = (
+    "Find tools for a task in the organisation's tool catalogs (not loaded here). Call it "
+    "whenever you need a capability you lack. Returns hits (id, name, summary, score), each "
+    "with next_call: the ready get_tool_schema call. weak_match true means nothing fits "
+    "well: rephrase or tell the user."
+)
+GET_TOOL_SCHEMA = (
+    "Definitions of tools chosen from search_tools hits, only those you will use. Returns per "
+    "tool its id and function (name, description, JSON Schema parameters), ready for a "
+    "function-calling API. This server does not run them."
+)
+LIST_CATALOGS = "The catalogs you may search, with tool counts. Call it when searches miss."
+
+Query = Annotated[str, Field(description="The capability you need, in words")]
+Limit = Annotated[int, Field(ge=1, le=50)]
+Ids = Annotated[list[str], Field(min_length=1, max_length=50)]
+
+
+def static_key(key: str | None) -> KeySource:
+    """Stdio: every call carries the one key the bridge was started with (or none)."""
+
+    def source(_ctx: Context[Any, Any]) -> str | None:
+        return key
+
+    return source
+
+
+def forwarded_bearer(ctx: Context[Any, Any]) -> str:
+    """HTTP: each call carries its own client's bearer key, never a key of the bridge's."""
+    request = ctx.request_context.request
+    key = bearer_key(request.headers.items()) if isinstance(request, Request) else None
+    if key is None:  # RequireBearer turns these away first; this guards other mountings
+        raise AccessRefused(f"{REFUSED}: this request carries no key ({KEY_HINT})")
+    return key
+
+
+def protocol_error(error: RegistryCallFailed) -> MCPError:
+    """Failures the model cannot fix; their messages were made safe in registry_client."""
+    code = INVALID_REQUEST if isinstance(error, AccessRefused) else INTERNAL_ERROR
+    return MCPError(code=code, message=str(error))
+
+
+def _query_hash(query: str) -> str:
+    return hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+class DiscoveryTools:
+    """The bodies of the three tools; registry failures are mapped in `_answer` alone."""
+
+    def __init__(self, client: RegistryClient, keys: KeySource) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def _answer(
+        self,
+        ctx: Context[Any, Any],
+        fetch: Callable[[str | None], Awaitable[Payload]],
+        recover: Callable[[RegistryCallFailed], Payload],
+    ) -> CallToolResult:
+        try:
+            payload = await fetch(self._keys(ctx))
+        except (InvalidRequest, NotFound) as exc:
+            # The model's own mistake: an isError result it can read and act on.
+            return payloads.result(recover(exc), is_error=True)
+        except RegistryCallFailed as exc:
+            raise protocol_error(exc) from None
+        return payloads.result(payload)
+
+    async def search_tools(
+        self, query: Query, ctx: Context[Any, Any], limit: Limit = 5
+    ) -> CallToolResult:
+        async def fetch(key: str | None) -> Payload:
+            reply = await self._client.search(query, limit, key=key)
+            logger.debug("search %s limit=%d: %d hits", _query_hash(query), limit, len(reply.hits))
+            return payloads.search_payload(reply)
+
+        return await self._answer(ctx, fetch, payloads.search_recovery)
+
+    async def get_tool_schema(self, ids: Ids, ctx: Context[Any, Any]) -> CallToolResult:
+        async def fetch(key: str | None) -> Payload:
+            return payloads.schema_payload(await self._client.get_schema(ids, key=key))
+
+        return await self._answer(ctx, fetch, lambda exc: payloads.schema_recovery(exc, ids))
+
+    async def list_catalogs(self, ctx: Context[Any, Any]) -> CallToolResult:
+        async def fetch(key: str | None) -> Payload:
+            return payloads.catalogs_payload(await self._client.list_catalogs(key=key))
+
+        return await self._answer(ctx, fetch, payloads.plain_recovery)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("capreg")
+    except importlib.metadata.PackageNotFoundError:  # running from a checkout, not installed
+        return ""
+
+
+def build_server(client: RegistryClient, keys: KeySource) -> MCPServer:
+    """An MCP server exposing exactly search_tools, get_tool_schema and list_catalogs."""
+    server: MCPServer = MCPServer(
+        "capreg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
+    )
+    tools = DiscoveryTools(client, keys)
+    read_only = ToolAnnotations(read_only_hint=True)
+    server.add_tool(
+        tools.search_tools,
+        name=payloads.SEARCH_TOOLS,
+        description=SEARCH_TOOLS,
+        annotations=read_only,
+    )
+    server.add_tool(
+        tools.get_tool_schema,
+        name=payloads.GET_TOOL_SCHEMA,
+        description=GET_TOOL_SCHEMA,
+        annotations=read_only,
+    )
+    server.add_tool(
+        tools.list_catalogs,
+        name=payloads.LIST_CATALOGS,
+        description=LIST_CATALOGS,
+        annotations=read_only,
+    )
+    return server

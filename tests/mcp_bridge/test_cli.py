@@ -1,0 +1,43 @@
+"""`capreg bridge` options: read once at the edge, refused with one line when wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_bridge.cli import BridgeOptionError, bridge_config
+from mcp_bridge.config import HttpListen
+from registry.cli import build_parser, main
+
+
+def test_stdio_is_the_default_and_the_key_comes_from_the_environment() -> None:
+    args = build_parser().parse_args(["bridge", "--registry", "127.0.0.1:6000"])
+    config = bridge_config(args, {"CAPREG_API_KEY": "capreg_0123abcd_secret"})
+    assert config.http is None
+    assert config.registry.address == "127.0.0.1:6000"
+    assert config.api_key == "capreg_0123abcd_secret"
+    # Secrets stay out of logs and tracebacks.
+    assert "secret" not in repr(config)
+
+
+def test_http_takes_a_host_and_port() -> None:
+    args = build_parser().parse_args(["bridge", "--http", "127.0.0.1:8765", "--timeout", "2.5"])
+    config = bridge_config(args, {})
+    assert config.http == HttpListen(host="127.0.0.1", port=8765)
+    assert config.registry.timeout == 2.5
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--http", "nowhere"], ["--timeout", "0"], ["--ca-file", "/nonexistent/ca.pem"]],
+)
+def test_a_bad_option_is_refused(options: list[str]) -> None:
+    args = build_parser().parse_args(["bridge", *options])
+    with pytest.raises(BridgeOptionError):
+        bridge_config(args, {})
+
+
+def test_the_command_reports_a_bad_option_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bridge", "--http", "127.0.0.1:99999"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("capreg: --http")
+    assert err.count("\n") == 1
