@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.document import document_text
+from indexer.fusion import rank_intents, standardise
 from indexer.lexical import LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import VectorIndex
@@ -48,7 +50,10 @@ class IndexedTool:
 @dataclass(frozen=True)
 class Hit:
     entry: IndexedTool
+    # What the ranking ordered by (cosine for dense, BM25 for lexical, the blend for hybrid).
     score: float
+    # Cosine similarity of the request and the tool's document (NaN when not computed).
+    similarity: float = float("nan")
 
 
 class ToolIndex:
@@ -79,7 +84,13 @@ class ToolIndex:
             dtype=np.int32,
         )
         self._catalogs = catalogs
-        self._lexical: LexicalIndex | None = None
+        # Each catalog's centroid: the direction of "what this server is about".
+        centroids = np.zeros((len(catalogs), vectors.shape[1]), dtype=np.float32)
+        sorted_vectors = vectors[order] if len(order) else vectors
+        np.add.at(centroids, self._catalog_codes, sorted_vectors)
+        norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+        self._centroids = centroids / np.where(norms == 0, 1, norms)
+        self._lexical: dict[str, LexicalIndex] = {}
         self._lexical_lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -113,13 +124,18 @@ class ToolIndex:
             mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
         return mask
 
-    def lexical(self) -> LexicalIndex:
-        """BM25 over each tool as JSON (catalog title, name, description, input schema), built
-        on first use: the text of the published LiveMCPBench BM25 baseline."""
+    def lexical(self, text: str = "protocol") -> LexicalIndex:
+        """BM25 over one text of each tool, built on first use.
+
+        "protocol": each tool as JSON (catalog title, name, description, input schema), the
+        text of the published LiveMCPBench BM25 baseline. "document": the same document text
+        the dense model embeds (name in words, description, parameters, examples).
+        """
         with self._lexical_lock:
-            if self._lexical is None:
-                self._lexical = LexicalIndex(
-                    [
+            index = self._lexical.get(text)
+            if index is None:
+                if text == "protocol":
+                    texts = [
                         protocol_tool_text(
                             e.catalog_title or e.tool.catalog,
                             e.tool.name,
@@ -128,8 +144,49 @@ class ToolIndex:
                         )
                         for e in self._entries
                     ]
-                )
-            return self._lexical
+                else:
+                    texts = [document_text(e.tool, e.catalog_title) for e in self._entries]
+                index = self._lexical[text] = LexicalIndex(texts)
+            return index
+
+    def _catalog_scores(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Per row: its catalog's centroid similarity, standardised over catalogs."""
+        similarity = (self._centroids @ vector).astype(np.float32)
+        return standardise(similarity)[self._catalog_codes]
+
+    def search_hybrid(
+        self,
+        texts: Sequence[str],
+        vectors: Sequence[NDArray[np.float32]],
+        limit: int,
+        *,
+        confident_only: bool = False,
+        catalogs: Iterable[str] = (),
+        visible: Visibility = everything,
+    ) -> list[Hit]:
+        """Dense and BM25 blended per intent; `texts[0]` is the request, the rest its clauses.
+
+        With `confident_only`, only each intent's best tool is kept (at most `limit`): the
+        registry's own cut, for callers who did not ask for a number of hits.
+        """
+        eligible = self._eligible(catalogs, visible)
+        if limit <= 0 or not eligible.any():
+            return []
+        lexical = self.lexical("document")
+        dense = [self._vectors.scores(v) for v in vectors]
+        catalog = [self._catalog_scores(v) for v in vectors]
+        ranking = rank_intents(dense, [lexical.scores(t) for t in texts], catalog, eligible)
+        if confident_only:
+            rows = np.asarray(ranking.intent_tops, dtype=np.int64)
+        else:
+            rows = np.flatnonzero(eligible)
+        # Rows are in id order: lexsort by (-score, row) breaks ties by id.
+        order = rows[np.lexsort((rows, -ranking.scores[rows]))][:limit]
+        similarity = np.max(np.vstack(dense), axis=0)
+        return [
+            Hit(self._entries[int(r)], float(ranking.scores[r]), float(similarity[r]))
+            for r in order
+        ]
 
     def search_lexical(
         self,
@@ -140,7 +197,7 @@ class ToolIndex:
         visible: Visibility = everything,
     ) -> list[Hit]:
         """The best `limit` eligible tools by BM25; tools sharing no token are not hits."""
-        scores = self.lexical().scores(query)
+        scores = self.lexical("protocol").scores(query)
         candidates = np.flatnonzero(self._eligible(catalogs, visible) & (scores > 0.0))
         # Rows are in id order: lexsort by (-score, row) breaks ties by id.
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
@@ -172,7 +229,10 @@ class ToolIndex:
             if not boundary_tied or fetch >= eligible:
                 break
             fetch = min(eligible, fetch * 4)
-        hits = [Hit(self._entries[int(r)], float(s)) for s, r in zip(scores, rows, strict=True)]
+        hits = [
+            Hit(self._entries[int(r)], float(s), float(s))
+            for s, r in zip(scores, rows, strict=True)
+        ]
         # Rows are in id order, so sorting by (-score, row) orders ties by id.
         ranked = sorted(zip(hits, rows.tolist(), strict=True), key=lambda p: (-p[0].score, p[1]))
         return [hit for hit, _ in ranked[:limit]]

@@ -14,9 +14,10 @@ class VectorIndex:
         if vectors.ndim != 2:
             raise ValueError("vectors must be a 2-D array")
         self._dimension = int(vectors.shape[1])
+        self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self._index = faiss.IndexFlatIP(self._dimension)
         if len(vectors):
-            self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+            self._index.add(self._vectors)
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -24,6 +25,12 @@ class VectorIndex:
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    def scores(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The inner product of `query` with every row (hybrid ranking needs them all)."""
+        if not len(self._vectors):
+            return np.zeros(0, dtype=np.float32)
+        return self._vectors @ np.asarray(query, dtype=np.float32)
 
     def search(
         self,

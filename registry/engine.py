@@ -11,7 +11,8 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -20,6 +21,7 @@ from numpy.typing import NDArray
 from indexer.catalog import CatalogError, parse_catalog
 from indexer.document import document_hash, document_text, summary
 from indexer.embedder import Embedder
+from indexer.fusion import split_intents
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.search import Hit, IndexedTool, ToolIndex
@@ -120,6 +122,8 @@ class Registry:
         self._live: dict[str, _Live] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self._index: ToolIndex | None = None
+        # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
+        self._deferred: int | None = None
         # Query text -> vector holds no tool data, so every caller may share it.
         self._query_vectors: TTLCache[str, NDArray[np.float32]] = TTLCache(
             max_entries=query_cache_size, ttl_seconds=24 * 3600.0
@@ -295,7 +299,27 @@ class Registry:
             self._vectors.update(new_vectors)
         return len(new_vectors)
 
-    def _rebuild(self, generation: int) -> None:
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Registers and deletes inside this block rebuild the index once, at the end.
+
+        Each change is still its own transaction; searches meanwhile see the snapshot from
+        before the block. Loading hundreds of catalogs otherwise rebuilds hundreds of times.
+        """
+        with self._write_lock:
+            self._deferred = 0
+        try:
+            yield
+        finally:
+            with self._write_lock:
+                generation, self._deferred = self._deferred, None
+                if generation:
+                    self._rebuild(generation, force=True)
+
+    def _rebuild(self, generation: int, *, force: bool = False) -> None:
+        if self._deferred is not None and not force:
+            self._deferred = generation
+            return
         entries: list[IndexedTool] = []
         rows: list[NDArray[np.float32]] = []
         for live in self._live.values():
@@ -321,20 +345,27 @@ class Registry:
     # -- reads -----------------------------------------------------------------------------
 
     def warm_queries(self, queries: Sequence[str], *, progress: bool = False) -> None:
-        """Encodes many queries in batches ahead of time (evaluation runs thousands)."""
-        keys = list(dict.fromkeys(normalise_query(q) for q in queries))
+        """Encodes many queries (and their clauses) ahead of time: evaluations run thousands."""
+        texts = [t for q in queries for t in (q.strip(), *split_intents(q.strip()))]
+        keys = list(dict.fromkeys(normalise_query(t) for t in texts))
         missing = [k for k in keys if self._query_vectors.get(k) is None]
         vectors = self._embedder.encode(missing, progress=progress)
         for key, vector in zip(missing, vectors, strict=True):
             self._query_vectors.put(key, vector)
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
-        key = normalise_query(query)
-        vector = self._query_vectors.get(key)
-        if vector is None:
-            vector = self._embedder.encode([key])[0]
-            self._query_vectors.put(key, vector)
-        return vector
+        return self.embed_queries([query])[0]
+
+    def embed_queries(self, queries: Sequence[str]) -> list[NDArray[np.float32]]:
+        """Vectors for `queries`, encoding only those not cached, in one batch."""
+        keys = [normalise_query(q) for q in queries]
+        found = {key: self._query_vectors.get(key) for key in keys}
+        missing = list(dict.fromkeys(k for k, v in found.items() if v is None))
+        if missing:
+            for key, vector in zip(missing, self._embedder.encode(missing), strict=True):
+                found[key] = vector
+                self._query_vectors.put(key, vector)
+        return [v for v in (found[k] for k in keys) if v is not None]
 
     def search(
         self,
@@ -373,11 +404,23 @@ class Registry:
         if retriever == "bm25":
             hits = index.search_lexical(text, key.limit, catalogs=wanted, visible=viewer.allows)
             weak = not hits
-        else:
+        elif retriever == "dense":
             hits = index.search(
                 self.embed_query(text), key.limit, catalogs=wanted, visible=viewer.allows
             )
             weak = not hits or hits[0].score < self._weak_score
+        else:
+            texts = [text, *split_intents(text)]
+            hits = index.search_hybrid(
+                texts,
+                self.embed_queries(texts),
+                key.limit,
+                # A caller who names no limit gets the registry's confident set (<= 5).
+                confident_only=limit == 0,
+                catalogs=wanted,
+                visible=viewer.allows,
+            )
+            weak = not hits or max(h.similarity for h in hits) < self._weak_score
         outcome = SearchOutcome(hits, index.generation, weak)
         self._remember(key, outcome)
         return outcome

@@ -68,12 +68,13 @@ def read_queries(path: Path) -> list[LabeledQuery]:
 def load_catalogs(registry: Registry, sources: Sequence[CatalogSource]) -> int:
     """Registers `sources` through the normal path and removes any other catalog."""
     wanted = set()
-    for source in sources:
-        outcome = registry.register(source.content, name=source.name, fmt=source.format)
-        wanted.add(outcome.catalog)
-    for catalog in registry.catalogs():
-        if catalog.name not in wanted:
-            registry.delete(catalog.name)
+    with registry.bulk():
+        for source in sources:
+            outcome = registry.register(source.content, name=source.name, fmt=source.format)
+            wanted.add(outcome.catalog)
+        for catalog in registry.catalogs():
+            if catalog.name not in wanted:
+                registry.delete(catalog.name)
     return len(registry.index)
 
 

@@ -7,7 +7,7 @@ import json
 
 from indexer.search import IndexedTool
 from registry.auth import Authenticator, require_admin
-from registry.engine import Registry
+from registry.engine import Registry, SearchOutcome
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants
@@ -32,6 +32,26 @@ def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
     )
 
 
+def search_response(outcome: SearchOutcome) -> pb.SearchResponse:
+    return pb.SearchResponse(
+        hits=[
+            pb.SearchHit(
+                id=hit.entry.id,
+                name=hit.entry.tool.name,
+                catalog=hit.entry.tool.catalog,
+                summary=hit.entry.summary,
+                score=hit.score,
+                similarity=hit.similarity,
+                next_call=pb.GetSchemaRequest(ids=[hit.entry.id]),
+            )
+            for hit in outcome.hits
+        ],
+        index_generation=outcome.generation,
+        weak_match=outcome.weak_match,
+        cached=outcome.cached,
+    )
+
+
 class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     def __init__(self, registry: Registry, authenticator: Authenticator) -> None:
         self._registry = registry
@@ -50,22 +70,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         outcome = await asyncio.to_thread(
             self._registry.search, request.query, request.limit, list(request.catalogs), grants
         )
-        return pb.SearchResponse(
-            hits=[
-                pb.SearchHit(
-                    id=hit.entry.id,
-                    name=hit.entry.tool.name,
-                    catalog=hit.entry.tool.catalog,
-                    summary=hit.entry.summary,
-                    score=hit.score,
-                    next_call=pb.GetSchemaRequest(ids=[hit.entry.id]),
-                )
-                for hit in outcome.hits
-            ],
-            index_generation=outcome.generation,
-            weak_match=outcome.weak_match,
-            cached=outcome.cached,
-        )
+        return search_response(outcome)
 
     @mapped
     async def GetSchema(

@@ -42,7 +42,9 @@ class SearchRequest(_message.Message):
     query: _builtins.str
     """What the agent needs, in words. Required; at most 32,000 characters."""
     limit: _builtins.int
-    """Number of hits wanted: 0 means the default (5); at most 50."""
+    """Number of hits wanted, at most 50. 0 (the default) asks for the registry's confident
+    set: the best tool for each thing the request asks for, at most 5 — possibly fewer.
+    """
     @_builtins.property
     def catalogs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Only search these catalogs (empty: all). Unknown names are INVALID_ARGUMENT."""
@@ -72,6 +74,7 @@ class SearchHit(_message.Message):
     SUMMARY_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     NEXT_CALL_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """"<catalog>/<tool name>"."""
     name: _builtins.str
@@ -79,7 +82,13 @@ class SearchHit(_message.Message):
     summary: _builtins.str
     """First sentence of the description, at most 200 characters, one line."""
     score: _builtins.float
-    """Cosine similarity of the query and the tool's document, in [-1, 1]; higher is better."""
+    """Relevance: semantic and lexical evidence blended, each standardised over the catalog
+    (about 0 for an average tool; higher is better). Hits are ordered by it.
+    """
+    similarity: _builtins.float
+    """Cosine similarity of the request (or its best-matching clause) and the tool's document,
+    in [-1, 1]: an absolute measure of fit, comparable across requests.
+    """
     @_builtins.property
     def next_call(self) -> Global___GetSchemaRequest:
         """The call to make next: GetSchema for this hit, ready to send."""
@@ -93,10 +102,11 @@ class SearchHit(_message.Message):
         summary: _builtins.str = ...,
         score: _builtins.float = ...,
         next_call: Global___GetSchemaRequest | None = ...,
+        similarity: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["next_call", b"next_call"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "id", b"id", "name", b"name", "next_call", b"next_call", "score", b"score", "summary", b"summary"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalog", b"catalog", "id", b"id", "name", b"name", "next_call", b"next_call", "score", b"score", "similarity", b"similarity", "summary", b"summary"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -113,7 +123,7 @@ class SearchResponse(_message.Message):
     index_generation: _builtins.int
     """The index generation that answered. It changes whenever any catalog changes."""
     weak_match: _builtins.bool
-    """True when even the best hit scores below the registry's confidence floor: the agent
+    """True when even the best hit's similarity is below the registry's floor: the agent
     should rephrase or tell the user nothing fits, rather than trust these hits.
     """
     cached: _builtins.bool

@@ -20,8 +20,8 @@ from registry.store import Store
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
-    "seal-tools:dev": {"recall@5": 0.88, "f1@returned": 0.29},
-    "livemcpbench": {"recall@5": 0.34, "f1@returned": 0.21},
+    "seal-tools:dev": {"recall@5": 0.96, "f1@returned": 0.90},
+    "livemcpbench": {"recall@5": 0.41, "f1@returned": 0.23},
 }
 SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0}
 

@@ -33,7 +33,8 @@ async def _code(call: object) -> grpc.StatusCode:
 
 
 async def test_search_returns_compact_hits_with_the_next_call(sample_stub: AsyncStub) -> None:
-    reply = await sample_stub.Search(pb.SearchRequest(query="open a support ticket for a customer"))
+    request = pb.SearchRequest(query="open a support ticket for a customer", limit=5)
+    reply = await sample_stub.Search(request)
     assert len(reply.hits) == 5
     top = reply.hits[0]
     assert top.id == "support/create_ticket"
@@ -43,6 +44,16 @@ async def test_search_returns_compact_hits_with_the_next_call(sample_stub: Async
     assert reply.index_generation > 0
     assert not reply.weak_match
     assert not hasattr(top, "input_schema")
+    assert 0 < top.similarity <= 1
+
+
+async def test_a_default_search_returns_the_confident_set(sample_stub: AsyncStub) -> None:
+    query = "check the status of ticket 4411, then email the customer a summary"
+    reply = await sample_stub.Search(pb.SearchRequest(query=query))
+    ids = [h.id for h in reply.hits]
+    # Two intents, one tool each: the status lookup and something for the second clause.
+    assert len(ids) == 2
+    assert "support/get_ticket" in ids
 
 
 async def test_get_schema_returns_full_schemas_in_request_order(sample_stub: AsyncStub) -> None:
