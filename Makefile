@@ -45,14 +45,16 @@ lint: $(STAMP)
 
 EVAL_SETS := livemcpbench seal-tools:dev seal-tools:test_in_domain seal-tools:test_out_domain stabletoolbench metatool metatool-multi
 RESULTS := docs/results
+EVAL_RETRIEVERS := --retriever bm25 --retriever dense --retriever hybrid-no-lexical --retriever hybrid-no-intents --retriever hybrid-no-catalog --retriever hybrid-no-cut --retriever default
 
 # Every dataset split with every retriever; tables, JSON and recall curves into docs/results/.
 eval: $(STAMP)
 	mkdir -p $(RESULTS)
 	for set in $(EVAL_SETS); do \
 	  out=$(RESULTS)/$$(echo $$set | tr : -); \
-	  $(VENV)/bin/capreg eval --dataset $$set --markdown $$out.md --json $$out.json --plot $$out.png || exit 1; \
+	  $(VENV)/bin/capreg eval --dataset $$set $(EVAL_RETRIEVERS) --markdown $$out.md --json $$out.json --plot $$out.png || exit 1; \
 	done
+	$(PY) -m bench.summary
 
 proto: $(STAMP)
 	$(PY) proto/generate.py

@@ -33,6 +33,20 @@ _SPLIT = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class Levers:
+    """Which parts of the hybrid ranking are on (all of them in service; the evaluation's
+    ablation turns them off one by one to measure each one's contribution)."""
+
+    lexical: bool = True
+    intents: bool = True
+    catalog: bool = True
+    cut: bool = True
+
+
+ALL_LEVERS = Levers()
+
+
 def split_intents(query: str) -> list[str]:
     """The request's clauses, when it has more than one (at most 8, each >= 3 words)."""
     parts = [p.strip(" ,.;:") for p in _SPLIT.split(query) if p]
@@ -47,7 +61,9 @@ def standardise(scores: NDArray[np.float32]) -> NDArray[np.float32]:
     return ((scores - float(scores.mean())) / spread).astype(np.float32)
 
 
-def blend(dense: NDArray[np.float32], lexical: NDArray[np.float32]) -> NDArray[np.float32]:
+def blend(dense: NDArray[np.float32], lexical: NDArray[np.float32] | None) -> NDArray[np.float32]:
+    if lexical is None:
+        return standardise(dense)
     return DENSE_WEIGHT * standardise(dense) + (1.0 - DENSE_WEIGHT) * standardise(lexical)
 
 
@@ -62,8 +78,8 @@ class Ranking:
 
 def rank_intents(
     dense: list[NDArray[np.float32]],
-    lexical: list[NDArray[np.float32]],
-    catalog: list[NDArray[np.float32]],
+    lexical: list[NDArray[np.float32] | None],
+    catalog: list[NDArray[np.float32] | None],
     eligible: NDArray[np.bool_],
 ) -> Ranking:
     """Blends each intent's scores; a row's score is its best over all intents.
@@ -72,7 +88,8 @@ def rank_intents(
     per row, the similarity of intent i to the row's catalog centroid.
     """
     per_intent = [
-        blend(d, x) + CATALOG_WEIGHT * c for d, x, c in zip(dense, lexical, catalog, strict=True)
+        blend(d, x) + (CATALOG_WEIGHT * c if c is not None else 0.0)
+        for d, x, c in zip(dense, lexical, catalog, strict=True)
     ]
     best = np.max(np.vstack(per_intent), axis=0)
     best = np.where(eligible, best, -np.inf).astype(np.float32)

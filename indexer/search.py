@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.document import document_text
-from indexer.fusion import rank_intents, standardise
+from indexer.fusion import ALL_LEVERS, Levers, rank_intents, standardise
 from indexer.lexical import LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import VectorIndex
@@ -161,6 +161,7 @@ class ToolIndex:
         limit: int,
         *,
         confident_only: bool = False,
+        levers: Levers = ALL_LEVERS,
         catalogs: Iterable[str] = (),
         visible: Visibility = everything,
     ) -> list[Hit]:
@@ -172,10 +173,10 @@ class ToolIndex:
         eligible = self._eligible(catalogs, visible)
         if limit <= 0 or not eligible.any():
             return []
-        lexical = self.lexical("document")
         dense = [self._vectors.scores(v) for v in vectors]
-        catalog = [self._catalog_scores(v) for v in vectors]
-        ranking = rank_intents(dense, [lexical.scores(t) for t in texts], catalog, eligible)
+        lexical = [self.lexical("document").scores(t) if levers.lexical else None for t in texts]
+        catalog = [self._catalog_scores(v) if levers.catalog else None for v in vectors]
+        ranking = rank_intents(dense, lexical, catalog, eligible)
         if confident_only:
             rows = np.asarray(ranking.intent_tops, dtype=np.int64)
         else:

@@ -480,9 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--strict", action="store_true", help="exit non-zero on warnings too")
     lint.set_defaults(handler=cmd_lint)
 
-    from registry import evaluate
+    from registry import context, evaluate
 
     evaluate.add_parser(commands)
+    context.add_parser(commands)
     from mcp_bridge.cli import add_parser as add_bridge_parser
 
     add_bridge_parser(commands)

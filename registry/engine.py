@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from indexer.catalog import CatalogError, parse_catalog
 from indexer.document import document_hash, document_text, summary
 from indexer.embedder import Embedder
-from indexer.fusion import split_intents
+from indexer.fusion import ALL_LEVERS, Levers, split_intents
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.search import Hit, IndexedTool, ToolIndex
@@ -36,8 +36,15 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 32_000
 MAX_IDS = 50
-# "default" is what the server serves; the others exist for evaluation and comparison.
-RETRIEVERS = ("default", "dense", "bm25")
+# "default" is what the server serves; the others exist for evaluation and comparison:
+# baselines, and the default with one lever off at a time (the ablation).
+ABLATIONS = {
+    "hybrid-no-intents": Levers(intents=False),
+    "hybrid-no-catalog": Levers(catalog=False),
+    "hybrid-no-lexical": Levers(lexical=False),
+    "hybrid-no-cut": Levers(cut=False),
+}
+RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.
 ALL = Grants.parse(["*"])
 
@@ -410,13 +417,15 @@ class Registry:
             )
             weak = not hits or hits[0].score < self._weak_score
         else:
-            texts = [text, *split_intents(text)]
+            levers = ABLATIONS.get(retriever, ALL_LEVERS)
+            texts = [text, *split_intents(text)] if levers.intents else [text]
             hits = index.search_hybrid(
                 texts,
                 self.embed_queries(texts),
                 key.limit,
                 # A caller who names no limit gets the registry's confident set (<= 5).
-                confident_only=limit == 0,
+                confident_only=limit == 0 and levers.cut,
+                levers=levers,
                 catalogs=wanted,
                 visible=viewer.allows,
             )

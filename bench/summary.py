@@ -1,0 +1,103 @@
+"""Headline search quality per dataset beside the published anchors and our targets.
+
+Usage: python -m bench.summary   (after `make eval`; reads docs/results/<set>.json and writes
+docs/results/summary.md and docs/results/ablation.md)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+
+# (set, file stem, metric, anchor text, target)
+HEADLINES = [
+    (
+        "livemcpbench",
+        "livemcpbench",
+        "recall@5",
+        "BM25 31.68; Qwen3-Embedding-8B 50.82; best 53.48",
+        55.0,
+    ),
+    ("stabletoolbench", "stabletoolbench", "recall@5", "BM25 60", 75.0),
+    ("seal-tools test_in", "seal-tools-test_in_domain", "f1@returned", "BM25 F1@3 68", 82.0),
+    ("seal-tools test_out", "seal-tools-test_out_domain", "f1@returned", "BM25 F1@3 68", 82.0),
+    ("metatool single", "metatool", "precision@1", "BM25 P@1 31", 60.0),
+    ("metatool-multi", "metatool-multi", "recall@5", "BM25 R@5 37", 75.0),
+    ("seal-tools dev (tuning)", "seal-tools-dev", "recall@5", "BM25 R@5 89", None),
+]
+ABLATION = ["bm25", "dense", "hybrid-no-lexical", "hybrid-no-intents", "hybrid-no-catalog",
+            "hybrid-no-cut", "default"]  # fmt: skip
+ABLATION_METRICS = ["precision@1", "recall@5", "ndcg@10", "f1@returned"]
+
+
+def reports(stem: str) -> dict[str, dict[str, Any]]:
+    path = RESULTS / f"{stem}.json"
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    items = data if isinstance(data, list) else [data]
+    return {item["retriever"]: item for item in items}
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.2f}"
+
+
+def main() -> None:
+    lines = [
+        "# Search quality: headline figures",
+        "",
+        "Command: `make eval && python -m bench.summary` (figures from docs/results/<set>.json).",
+        "",
+        "| set | metric | bm25 | dense | capreg default | anchor | target | met |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, stem, metric, anchor, target in HEADLINES:
+        found = reports(stem)
+        values = {
+            r: found.get(r, {}).get("metrics", {}).get(metric) for r in ("bm25", "dense", "default")
+        }
+        default = values["default"]
+        met = (
+            "—"
+            if target is None or default is None
+            else ("yes" if default * 100 >= target else "no")
+        )
+        lines.append(
+            f"| {label} | {metric} | {pct(values['bm25'])} | {pct(values['dense'])} | "
+            f"{pct(default)} | {anchor} | {target if target is not None else '—'} | {met} |"
+        )
+    (RESULTS / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+    ablation = [
+        "# Ablation: each lever of the default retriever",
+        "",
+        "Command: `make eval && python -m bench.summary`. Each hybrid-no-X row is the default "
+        "with one lever off; dense and bm25 are the single retrievers.",
+        "",
+    ]
+    for label, stem, *_ in HEADLINES:
+        found = reports(stem)
+        if not found:
+            continue
+        ablation += [f"## {label}", "", "| retriever | " + " | ".join(ABLATION_METRICS) + " |",
+                     "|" + " --- |" * (len(ABLATION_METRICS) + 1)]  # fmt: skip
+        for retriever in ABLATION:
+            if retriever in found:
+                metrics = found[retriever]["metrics"]
+                ablation.append(
+                    f"| {retriever} | "
+                    + " | ".join(pct(metrics.get(m)) for m in ABLATION_METRICS)
+                    + " |"
+                )
+        ablation.append("")
+    (RESULTS / "ablation.md").write_text("\n".join(ablation))
+    print("\n".join(ablation))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Token counts of the text an agent carries (OpenAI encodings via bpe-openai, offline)."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+ENCODINGS = ("o200k_base", "cl100k_base")
+
+
+@functools.cache
+def _encoding(name: str) -> Any:
+    if name not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {', '.join(ENCODINGS)}, not {name!r}")
+    with warnings.catch_warnings():
+        # bpe-openai reads its bundled ranks with a call Python 3.11 deprecates.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        return bpe_openai.get_encoding(name)
+
+
+def count_tokens(text: str, encoding: str = "o200k_base") -> int:
+    return len(_encoding(encoding).encode(text))

@@ -1,0 +1,67 @@
+"""The context report's pieces: token counts, task selection and one task's discovery cost."""
+
+from __future__ import annotations
+
+import random
+
+from indexer.datasets import LabeledQuery
+from indexer.model import Tool
+from indexer.tokens import count_tokens
+from registry.context import (
+    PoolTool,
+    bridge_tools_tokens,
+    catalog_sources,
+    pick_tasks,
+    run_task,
+    static_tokens,
+    with_variants,
+)
+from registry.engine import Registry
+
+
+def _tool(catalog: str, name: str) -> PoolTool:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "description": "an x"}}}
+    return PoolTool(Tool(catalog, name, f"Does {name}.", schema), catalog.title(), "")
+
+
+def test_static_tokens_grow_with_every_definition() -> None:
+    one = static_tokens([_tool("a", "first")], "o200k_base")
+    two = static_tokens([_tool("a", "first"), _tool("a", "second")], "o200k_base")
+    assert 0 < one < two
+    assert count_tokens("hello world", "cl100k_base") == 2
+
+
+def test_variants_fill_the_pool_with_distinct_ids() -> None:
+    pool = [_tool("a", "first"), _tool("b", "second")]
+    grown = with_variants(pool, 5)
+    assert len(grown) == 5
+    assert len({p.tool.id for p in grown}) == 5
+    assert grown[2].title == pool[0].title
+
+
+def test_tasks_are_picked_only_when_their_tools_exist_and_fit() -> None:
+    pool = {p.tool.id: p for p in [_tool("a", "x"), _tool("a", "y")]}
+    tasks = [
+        LabeledQuery("1", "q", frozenset({"a/x"})),
+        LabeledQuery("2", "q", frozenset({"a/missing"})),
+    ]
+    chosen, gold = pick_tasks(random.Random(1), tasks, pool, 15)
+    assert [t.id for t in chosen] == ["1"]
+    assert gold == {"a/x"}
+
+
+def test_catalog_sources_group_tools_by_catalog() -> None:
+    sources = catalog_sources([_tool("a", "x"), _tool("b", "y"), _tool("a", "z")])
+    assert [name for name, _ in sources] == ["a", "b"]
+
+
+def test_one_discovery_task_costs_far_less_than_the_whole_catalog(
+    sample_registry: Registry,
+) -> None:
+    task = LabeledQuery(
+        "t", "open a support ticket for a customer", frozenset({"support/create_ticket"})
+    )
+    tokens, found = run_task(sample_registry, task, "o200k_base")
+    assert found == 1
+    assert 0 < tokens < 3_000
+    assert 300 < bridge_tools_tokens("o200k_base") <= 450
