@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -21,7 +22,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_serving(address: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+def wait_serving(address: str, process: subprocess.Popen[Any], seconds: float) -> None:
+    """Polls the health service until SERVING; raises if the process exits or time runs out."""
     deadline = time.monotonic() + seconds
     with grpc.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)

@@ -44,6 +44,12 @@ class PoolTool:
     tool: Tool
     title: str
     description: str
+    # The id of the tool this one copies (its own id for an original).
+    origin: str = ""
+
+    @property
+    def source(self) -> str:
+        return self.origin or self.tool.id
 
 
 @dataclass
@@ -94,7 +100,7 @@ def with_variants(pool: list[PoolTool], size: int) -> list[PoolTool]:
                 break
             tool = item.tool
             mirror = Tool(**{**tool.__dict__, "catalog": f"{tool.catalog[:58]}-m{copy}"})
-            grown.append(PoolTool(mirror, item.title, item.description))
+            grown.append(PoolTool(mirror, item.title, item.description, item.tool.id))
         copy += 1
     return grown
 
@@ -186,10 +192,12 @@ def measure(registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery],
     results = []
     for size in SIZES:
         result = SizeResult(size)
-        universe = with_variants(pool, size)
+        # Room to spare: copies of the needed tools are left out of the draw below.
+        universe = with_variants(pool, size + size // 5)
         for _ in range(ROUNDS[size]):
             chosen, gold = pick_tasks(rng, tasks, by_id, size)
-            rest = [i for i in universe if i.tool.id not in gold]
+            # A copy of a needed tool would be indistinguishable from it: keep copies out.
+            rest = [i for i in universe if i.source not in gold]
             tools = [by_id[g] for g in sorted(gold)] + rng.sample(rest, size - len(gold))
             load(registry, tools)
             static = static_tokens(tools, encoding)

@@ -5,46 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from bench.server_process import free_port, wait_serving
 from tests.conftest import CATALOGS, DATA, copy_db
 
 CAPREG = [sys.executable, "-m", "registry.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_serving(address: str, process: subprocess.Popen[str], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise AssertionError(
-                    f"capreg serve exited: {process.stderr.read() if process.stderr else ''}"
-                )
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise AssertionError("capreg serve did not become ready")
 
 
 @dataclass
@@ -66,7 +38,7 @@ def served(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     keys = tmp_path / "keys.yaml"
     admin = _capreg("keys", "add", "ops", "--scopes", "registry:admin,*", "--keys", str(keys))
     assert admin.returncode == 0, admin.stderr
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     log = tmp_path / "serve.log"
     command = ["serve", "--db", str(db), "--listen", address, "--catalogs", str(CATALOGS)]
     with log.open("w") as sink:
@@ -74,7 +46,7 @@ def served(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             [*CAPREG, *command, "--keys", str(keys)], stdout=sink, stderr=sink, text=True
         )
         try:
-            _wait_serving(address, process)
+            wait_serving(address, process, seconds=120)
             yield Served(address, log, keys, admin.stdout.strip())
         finally:
             process.send_signal(signal.SIGTERM)
@@ -144,7 +116,7 @@ def test_cli_errors_are_one_line_and_non_zero(served: Served) -> None:
 
 
 def test_cli_reports_an_unreachable_registry() -> None:
-    result = _capreg("catalogs", "--server", f"127.0.0.1:{_free_port()}", "--timeout", "3")
+    result = _capreg("catalogs", "--server", f"127.0.0.1:{free_port()}", "--timeout", "3")
     assert result.returncode == 1
     assert result.stderr.startswith("capreg: UNAVAILABLE")
 

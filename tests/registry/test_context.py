@@ -37,6 +37,7 @@ def test_variants_fill_the_pool_with_distinct_ids() -> None:
     assert len(grown) == 5
     assert len({p.tool.id for p in grown}) == 5
     assert grown[2].title == pool[0].title
+    assert grown[2].source == pool[0].tool.id
 
 
 def test_tasks_are_picked_only_when_their_tools_exist_and_fit() -> None:

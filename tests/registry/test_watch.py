@@ -14,12 +14,12 @@ from pathlib import Path
 import grpc
 import yaml
 
+from bench.server_process import free_port, wait_serving
 from registry.engine import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.watch import FolderWatcher
 from tests.conftest import DATA, CountingEmbedder
-from tests.registry.test_cli import _free_port, _wait_serving
 
 MINI = (DATA / "mini.yaml").read_text()
 CLOCK = {
@@ -146,7 +146,7 @@ def test_serve_watch_registers_and_deletes_files_without_a_restart(tmp_path: Pat
     folder = tmp_path / "catalogs"
     folder.mkdir()
     (folder / "mini.yaml").write_text(MINI)
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     command = [
         *(sys.executable, "-m", "registry.cli", "serve", "--db", str(tmp_path / "r.db")),
         *("--listen", address, "--catalogs", str(folder), "--watch", "--watch-interval", "0.1"),
@@ -155,7 +155,7 @@ def test_serve_watch_registers_and_deletes_files_without_a_restart(tmp_path: Pat
     with log.open("w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=sink, text=True)
     try:
-        _wait_serving(address, process)
+        wait_serving(address, process, seconds=120)
         with grpc.insecure_channel(address) as channel:
             stub = pb_grpc.CapabilityRegistryStub(channel)
 
