@@ -2,16 +2,21 @@
 
 Usage: python -m bench.cache_latency [--queries 200] [--repeats 200] [--out FILE.md]
 
-Serves the sample catalogs from a temporary database, then times, at concurrency 1:
-uncached searches (distinct queries: each is new to the query-embedding and result caches)
-and cached searches (one query repeated). Prints a table and writes it as markdown.
+Serves the sample catalogs from a temporary database (a cold start: every tool is embedded),
+then times, at concurrency 1: uncached searches (distinct queries: each is new to the
+query-embedding and result caches), cached searches (one query repeated), and the `capreg
+search` command end to end (process start included). Prints a table and writes markdown.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -58,6 +63,22 @@ def time_calls(stub: pb_grpc.CapabilityRegistryStub, queries: list[str]) -> tupl
     return samples, cached
 
 
+def time_cli(address: str, queries: list[str]) -> list[float]:
+    """Wall time of `capreg search QUERY` as a user runs it, interpreter start included."""
+    samples = []
+    env = {**os.environ, "CAPREG_SERVER": address}
+    for query in queries:
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "registry.cli", "search", query],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=200)
@@ -75,6 +96,9 @@ def main() -> None:
             repeated = [queries[0]] * args.repeats
             stub.Search(pb.SearchRequest(query=queries[0]), timeout=30)
             cached, hits_c = time_calls(stub, repeated)
+            cli = time_cli(address, queries[:10])
+        cold = re.search(r"(\d+) registered \((\d+) tools embedded\)", log.read_text())
+        ready = re.search(r"ready in ([\d.]+)s", log.read_text())
     rows = [
         ("uncached (distinct queries)", uncached, hits_u),
         ("cached (repeated query)", cached, hits_c),
@@ -88,6 +112,12 @@ def main() -> None:
             f"| {label} | {len(samples)} | {from_cache} | {statistics.median(samples):.2f} "
             f"| {percentile(samples, 0.95):.2f} | {percentile(samples, 0.99):.2f} |"
         )
+    catalogs_line = (
+        f"Cold start: {cold.group(1)} catalogs, {cold.group(2)} tools embedded; server ready "
+        f"{ready.group(1)} s after launch (model load included)."
+        if cold and ready
+        else "Cold start: not found in the server log."
+    )
     report = "\n".join(
         [
             "# Result cache: search latency",
@@ -100,6 +130,11 @@ def main() -> None:
             "process on loopback.",
             "",
             *table,
+            "",
+            catalogs_line,
+            "",
+            f"`capreg search` end to end (new process each time, n={len(cli)}): p50 "
+            f"{statistics.median(cli):.0f} ms (the search itself is the gRPC figure above).",
             "",
         ]
     )

@@ -16,6 +16,8 @@ from indexer.evaluation import Answer, Report, Searcher, format_table, plot_reca
 from indexer.metrics import KS
 from registry.catalog_dir import CATALOG_SUFFIXES, request_name
 from registry.engine import DEFAULT_LIMIT, RETRIEVERS, Registry
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import Store
 
 DEFAULT_WORKDIR = Path(".capreg") / "eval"
@@ -23,6 +25,11 @@ DEFAULT_WORKDIR = Path(".capreg") / "eval"
 
 class EvalError(Exception):
     """Bad evaluation input: the message names the file or entry."""
+
+
+def bearer(api_key: str | None) -> tuple[tuple[str, str | bytes], ...] | None:
+    """gRPC call metadata carrying an API key, or None without one."""
+    return (("authorization", f"Bearer {api_key}"),) if api_key else None
 
 
 def generic_catalogs(paths: Sequence[Path]) -> list[CatalogSource]:
@@ -94,12 +101,9 @@ def in_process_searcher(registry: Registry, retriever: str, depth: int, limit: i
 def grpc_searcher(
     address: str, api_key: str | None, timeout: float, depth: int, limit: int
 ) -> tuple[Searcher, Any]:
-    from registry.proto import registry_pb2 as pb
-    from registry.proto import registry_pb2_grpc as pb_grpc
-
     channel = grpc.insecure_channel(address)
     stub = pb_grpc.CapabilityRegistryStub(channel)
-    metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
+    metadata = bearer(api_key)
 
     def search(query: str) -> Answer:
         ranked = stub.Search(
@@ -120,10 +124,7 @@ def grpc_searcher(
 def register_over_grpc(
     address: str, api_key: str | None, sources: Sequence[CatalogSource], timeout: float
 ) -> None:
-    from registry.proto import registry_pb2 as pb
-    from registry.proto import registry_pb2_grpc as pb_grpc
-
-    metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
+    metadata = bearer(api_key)
     with grpc.insecure_channel(address, options=[("grpc.max_send_message_length", -1)]) as ch:
         stub = pb_grpc.CapabilityRegistryStub(ch)
         for source in sources:
@@ -182,10 +183,7 @@ def parse_ks(text: str) -> tuple[int, ...]:
 
 
 def count_tools_over_grpc(address: str, api_key: str | None, timeout: float) -> int:
-    from registry.proto import registry_pb2 as pb
-    from registry.proto import registry_pb2_grpc as pb_grpc
-
-    metadata = (("authorization", f"Bearer {api_key}"),) if api_key else None
+    metadata = bearer(api_key)
     with grpc.insecure_channel(address) as channel:
         reply = pb_grpc.CapabilityRegistryStub(channel).ListCatalogs(
             pb.ListCatalogsRequest(), timeout=timeout, metadata=metadata

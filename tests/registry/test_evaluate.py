@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from registry.cli import main
-from tests.conftest import DATA
+from registry.engine import Registry
+from tests.conftest import DATA, start_server
 
 QUERIES = [
     {
@@ -86,3 +88,22 @@ def test_livemcpbench_bm25_through_the_registry_matches_the_anchor_up_to_ties(
     assert shown["recall@10"] == 38.51
     assert shown["recall@5"] == 31.41
     assert shown["ndcg@10"] == 31.49
+
+
+async def test_eval_measures_a_running_registry_over_grpc(
+    empty_registry: Registry, queries_file: Path, tmp_path: Path
+) -> None:
+    server, address = await start_server(empty_registry)
+    out = tmp_path / "remote.json"
+    try:
+        code = await asyncio.to_thread(
+            main,
+            ["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(queries_file),
+             "--server", address, "--retriever", "default", "--json", str(out)],
+        )  # fmt: skip
+    finally:
+        await server.stop(None)
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert (report["retriever"], report["tools"], report["queries"]) == ("default", 3, 3)
+    assert report["metrics"]["recall@3"] == 1.0
