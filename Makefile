@@ -22,8 +22,8 @@ READ_SCOPES := hr:read,finance:read,crm:read,devops:read,support:read,workspace:
 # read-only key; their plaintext goes to $(DATA)/dev-keys.env (mode 0600) so they can be
 # printed again. Development only: production keys come from `capreg keys add`.
 $(DATA)/keys.yaml: | $(STAMP)
-	mkdir -p $(DATA)
-	umask 077; \
+	@mkdir -p $(DATA)
+	@umask 077; \
 	admin=$$($(VENV)/bin/capreg keys add dev-admin --scopes 'registry:admin,*' --keys $@.tmp) && \
 	reader=$$($(VENV)/bin/capreg keys add dev-reader --scopes '$(READ_SCOPES)' --keys $@.tmp) && \
 	printf 'export CAPREG_API_KEY=%s\n# read-only: export CAPREG_API_KEY=%s\n' "$$admin" "$$reader" > $(DATA)/dev-keys.env && \
