@@ -56,6 +56,10 @@ eval: $(STAMP)
 	done
 	$(PY) -m bench.summary
 
+# Latency, throughput, floor, registration, start-up and memory at 1k, 10k and 100k tools.
+bench: $(STAMP)
+	$(PY) -m bench.performance
+
 proto: $(STAMP)
 	$(PY) proto/generate.py
 

@@ -41,8 +41,11 @@ def wait_serving(address: str, process: subprocess.Popen[Any], seconds: float) -
 
 
 @contextmanager
-def serving(db: Path, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
-    """`capreg serve --db DB` on a free loopback port, logging to `log`; yields its address."""
+def serving_process(
+    db: Path, log: Path, extra: Sequence[str] = ()
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`capreg serve --db DB` on a free loopback port, logging to `log`; yields its address
+    and process."""
     address = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "registry.cli", "serve", "--db", str(db)]
     with log.open("wb") as sink:
@@ -51,7 +54,14 @@ def serving(db: Path, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
         )
         try:
             wait_serving(address, process, seconds=600)
-            yield address
+            yield address, process
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
+
+
+@contextmanager
+def serving(db: Path, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
+    """`capreg serve --db DB` on a free loopback port; yields its address."""
+    with serving_process(db, log, extra) as (address, _):
+        yield address

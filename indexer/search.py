@@ -104,6 +104,10 @@ class ToolIndex:
     def dimension(self) -> int:
         return self._vectors.dimension
 
+    @property
+    def vectors(self) -> VectorIndex:
+        return self._vectors
+
     def get(self, tool_id: str, visible: Visibility = everything) -> IndexedTool | None:
         """The tool with this id, or None when it does not exist or the caller may not see it."""
         row = self._rows.get(tool_id)

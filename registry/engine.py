@@ -127,6 +127,9 @@ class Registry:
         self._progress = progress
         self._write_lock = threading.Lock()
         self._live: dict[str, _Live] = {}
+        # Function name -> tool id over every catalog: collisions are checked in O(tools
+        # registered), not O(tools stored).
+        self._function_owners: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self._index: ToolIndex | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
@@ -164,6 +167,9 @@ class Registry:
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
+            self._function_owners = {
+                t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
+            }
             self._rebuild(self._store.generation())
         logger.info(
             "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
@@ -242,7 +248,10 @@ class Registry:
             catalog, revision, stored_tools, self._embedder.model_id, new_vectors
         )
         self._vectors.update(new_vectors)
+        if current is not None:
+            self._forget_functions(current)
         self._live[catalog.name] = _Live(StoredCatalog(catalog, revision, stored_tools), hashes)
+        self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
         self._rebuild(generation)
         logger.info(
             "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
@@ -254,17 +263,20 @@ class Registry:
             generation, len(new_vectors),
         )  # fmt: skip
 
+    def _forget_functions(self, live: _Live) -> None:
+        for stored in live.stored.tools:
+            if self._function_owners.get(stored.function_name) == stored.tool.id:
+                del self._function_owners[stored.function_name]
+
     def _check_function_names(self, catalog: Catalog, names: Sequence[str]) -> None:
-        taken = {
-            stored.function_name: stored.tool.id
-            for name, entry in self._live.items()
-            if name != catalog.name
-            for stored in entry.stored.tools
-        }
+        prefix = catalog.name + "/"
         problems = []
         seen: dict[str, str] = {}
         for tool, fname in zip(catalog.tools, names, strict=True):
-            other = taken.get(fname) or seen.get(fname)
+            owner = self._function_owners.get(fname)
+            # This catalog's own previous tools are being replaced: they cannot collide.
+            taken = owner if owner is not None and not owner.startswith(prefix) else None
+            other = taken or seen.get(fname)
             if other is not None and other != tool.id:
                 problems.append(
                     f"tool '{tool.name}': its function name '{fname}' is already used by "
@@ -285,6 +297,7 @@ class Registry:
             if generation is None:  # pragma: no cover - memory and store disagree
                 raise CatalogNotFound(name)
             del self._live[name]
+            self._forget_functions(current)
             self._rebuild(generation)
             return len(current.stored.tools), generation
 

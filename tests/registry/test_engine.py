@@ -201,3 +201,27 @@ def test_queries_before_loading_are_refused(tmp_path: Path, embedder: CountingEm
     registry = Registry(Store(tmp_path / "r.db"), embedder)
     with pytest.raises(NotReady):
         registry.search("anything")
+
+
+def test_a_function_name_collision_is_refused_naming_both_tools(empty_registry: Registry) -> None:
+    from indexer.naming import function_name
+
+    hashed = function_name("clash", "a b")  # unsafe name: shortened and suffixed with a hash
+    literal = hashed.removeprefix("clash__")  # a safe tool name that maps to the same name
+    schema = {"type": "object", "properties": {}}
+    content = yaml.safe_dump(
+        {
+            "capreg": 1,
+            "name": "clash",
+            "description": "Two tools, one function name.",
+            "tools": [
+                {"name": "a b", "description": "First.", "input_schema": schema},
+                {"name": literal, "description": "Second.", "input_schema": schema},
+            ],
+        }
+    )
+    with pytest.raises(CatalogError) as caught:
+        empty_registry.register(content)
+    assert hashed in str(caught.value)
+    assert "clash/a b" in str(caught.value)
+    assert empty_registry.catalogs() == []

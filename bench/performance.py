@@ -1,0 +1,253 @@
+"""Performance: search latency, throughput, the hardware floor, registration, start-up, memory.
+
+Usage: python -m bench.performance [--sizes 1000,10000,100000] [--queries 200] [--out FILE.md]
+(`make bench`). Catalogs of each size are drawn from the shared datasets; past the pool's
+unique tools, mirror copies (same text, another catalog) fill the size, so their embeddings
+are shared. Embeddings persist in .capreg/bench.db: only the first run embeds.
+Every search figure is against a real `capreg serve` over gRPC on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from bench.server_process import serving_process
+from indexer.embedder import SentenceTransformerEmbedder
+from registry.context import PoolTool, catalog_sources, load_pool, with_variants
+from registry.engine import Registry
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKDIR = ROOT / ".capreg" / "bench"
+
+
+def pcts(samples: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return statistics.median(ordered), at(0.95), at(0.99)
+
+
+def timed(call: Callable[[], object], n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def throughput(
+    address: str, queries: list[str], clients: int, seconds: float, *, distinct: bool
+) -> float:
+    """Searches per second with `clients` concurrent callers, each on its own channel."""
+    done = [0] * clients
+    stop = time.perf_counter() + seconds
+
+    def worker(index: int) -> None:
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.CapabilityRegistryStub(channel)
+            i = index
+            while time.perf_counter() < stop:
+                query = queries[i % len(queries)]
+                # A fresh suffix per call keeps "uncached" uncached; one query is "cached".
+                text = f"{query} #{index}-{i}" if distinct else query
+                stub.Search(pb.SearchRequest(query=text), timeout=30)
+                done[index] += 1
+                i += clients
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(done) / (time.perf_counter() - started)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def build(registry: Registry, tools: list[PoolTool], size: int) -> dict[str, Any]:
+    """Registers exactly `tools`; times the cold load, a warm re-registration and a one-tool
+    change."""
+    sources = catalog_sources(tools)
+    names = {name for name, _ in sources}
+    started = time.perf_counter()
+    embedded = 0
+    with registry.bulk():
+        for catalog in registry.catalogs():
+            if catalog.name not in names:
+                registry.delete(catalog.name)
+        for name, content in sources:
+            embedded += registry.register(content, name=name, fmt="native").embedded
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with registry.bulk():
+        for name, content in sources:
+            registry.register(content, name=name, fmt="native")
+    warm_s = time.perf_counter() - started
+    name, content = sources[0]
+    document = json.loads(content)
+    document["tools"][0]["description"] += f" (revised {time.time_ns()})"
+    started = time.perf_counter()
+    changed = registry.register(json.dumps(document), name=name, fmt="native")
+    one_s = time.perf_counter() - started
+    return {
+        "size": size,
+        "load_s": load_s,
+        "embedded": embedded,
+        "warm_s": warm_s,
+        "one_change_s": one_s,
+        "one_change_embedded": changed.embedded,
+    }
+
+
+def cold_rate(embedder: SentenceTransformerEmbedder, tools: list[PoolTool], n: int = 256) -> float:
+    """Tools embedded per second from text never seen before (the cold registration rate)."""
+    from indexer.document import document_text
+
+    texts = [document_text(t.tool, t.title) + f" #{time.time_ns()}" for t in tools[:n]]
+    started = time.perf_counter()
+    embedder.encode(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def floor_ms(
+    embedder: SentenceTransformerEmbedder, registry: Registry, queries: list[str]
+) -> float:
+    """Bare query encoding plus a bare exact vector search at this size, in-process."""
+    index = registry.index.vectors
+    samples = []
+    for query in queries:
+        started = time.perf_counter()
+        vector = embedder.encode([query])[0]
+        index.search(vector, 10)
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def measure_server(db: Path, size: int, queries: list[str], log: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    with serving_process(db, log) as (address, process), grpc.insecure_channel(address) as channel:
+        startup_s = time.perf_counter() - started
+        stub = pb_grpc.CapabilityRegistryStub(channel)
+        stub.Search(pb.SearchRequest(query="warm up"), timeout=60)
+        uncached = []
+        for query in queries:
+            request = pb.SearchRequest(query=query)
+            began = time.perf_counter()
+            stub.Search(request, timeout=30)
+            uncached.append((time.perf_counter() - began) * 1000)
+        repeated = queries[0]
+        stub.Search(pb.SearchRequest(query=repeated), timeout=30)
+        cached = timed(lambda: stub.Search(pb.SearchRequest(query=repeated), timeout=30), 200)
+        rates = {}
+        for clients in (1, 8, 32):
+            rates[f"uncached_{clients}"] = throughput(address, queries, clients, 5.0, distinct=True)
+            rates[f"cached_{clients}"] = throughput(
+                address, [repeated], clients, 5.0, distinct=False
+            )
+        memory = rss_mb(process.pid)
+    return {"size": size, "startup_s": startup_s, "uncached": pcts(uncached),
+            "cached": pcts(cached), "rss_mb": memory, **rates}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--datasets", default=None)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "performance.md")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    WORKDIR.mkdir(parents=True, exist_ok=True)
+    db = WORKDIR / "bench.db"
+    pool, tasks = load_pool(args.datasets)
+    rng = random.Random(11)
+    queries = [t.query[:500] for t in rng.sample(tasks, args.queries)]
+    embedder = SentenceTransformerEmbedder()
+    rows = []
+    for size in sizes:
+        tools = with_variants(pool, size)[:size]
+        store = Store(db)
+        registry = Registry(store, embedder, result_cache_size=0)
+        registry.load()
+        built = build(registry, tools, size)
+        floor = floor_ms(embedder, registry, queries)
+        rate = cold_rate(embedder, tools)
+        store.close()
+        served = measure_server(db, size, queries, WORKDIR / f"serve-{size}.log")
+        row = {**built, **served, "floor_ms": floor, "cold_tools_per_s": rate}
+        print(row)
+        rows.append(row)
+    write_report(rows, args)
+
+
+def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    def f(value: float, digits: int = 1) -> str:
+        return f"{value:,.{digits}f}"
+
+    lines = [
+        "# Performance",
+        "",
+        f"Command: `python -m bench.performance --sizes {args.sizes} --queries {args.queries}` "
+        "(`make bench`)  ",
+        f"Date: {datetime.now(UTC):%Y-%m-%d}; {platform.machine()}, 2 cores; server: "
+        "`capreg serve` (default hybrid retriever, exact search), client in another process on "
+        "loopback. Uncached = distinct queries (new to both caches).",
+        "",
+        "| tools | search p50 / p95 / p99 ms (uncached) | cached p50 / p95 / p99 ms "
+        "| floor ms | p50 / floor | searches/s uncached 1 / 8 / 32 | cached 1 / 8 / 32 "
+        "| start-up s | RSS MB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        u, c = r["uncached"], r["cached"]
+        lines.append(
+            f"| {r['size']:,} | {f(u[0])} / {f(u[1])} / {f(u[2])} | {f(c[0], 2)} / {f(c[1], 2)} / "
+            f"{f(c[2], 2)} | {f(r['floor_ms'])} | {f(u[0] / r['floor_ms'], 2)} | "
+            f"{f(r['uncached_1'], 0)} / {f(r['uncached_8'], 0)} / {f(r['uncached_32'], 0)} | "
+            f"{f(r['cached_1'], 0)} / {f(r['cached_8'], 0)} / {f(r['cached_32'], 0)} | "
+            f"{f(r['startup_s'])} | {f(r['rss_mb'], 0)} |"
+        )
+    lines += [
+        "",
+        "| tools | cold registration tools/s | load (s, tools embedded) | warm re-registration s "
+        "| one-tool change s (embedded) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['size']:,} | {f(r['cold_tools_per_s'])} | {f(r['load_s'])} ({r['embedded']:,}) "
+            f"| {f(r['warm_s'], 2)} | {f(r['one_change_s'], 2)} ({r['one_change_embedded']}) |"
+        )
+    lines.append("")
+    report = "\n".join(lines)
+    print(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report)
+
+
+if __name__ == "__main__":
+    main()
