@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +79,18 @@ def sample_db(model: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempP
     assert not report.failed, report.failed
     store.close()
     return path
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A throwaway certificate for localhost and 127.0.0.1 (needs the openssl command)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
 
 
 def copy_db(source: Path, target_dir: Path) -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 from registry.config import ServerConfig
 from registry.engine import Registry
-from tests.conftest import ROOT, start_server
+from tests.conftest import ROOT, self_signed_certificate, start_server
 from tests.mcp_bridge.conftest import SecuredRegistry, payload
 
 
@@ -69,13 +68,7 @@ async def test_a_stdio_bridge_without_a_key_for_a_secured_registry_is_refused(
 async def test_a_stdio_bridge_reaches_a_tls_registry_it_trusts_through_ca_file(
     sample_registry: Registry, tmp_path: Path
 ) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     config = ServerConfig(listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
     server, address = await start_server(sample_registry, config)
     try:

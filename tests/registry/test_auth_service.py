@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from registry.engine import Registry
 from registry.keys import KeyStore, add_key, revoke
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from tests.conftest import DATA, start_server
+from tests.conftest import DATA, self_signed_certificate, start_server
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     from registry.proto.registry_pb2_grpc import CapabilityRegistryAsyncStub as AsyncStub
@@ -131,13 +130,7 @@ async def test_key_changes_apply_without_a_restart(secured: Secured) -> None:
 async def test_tls_serves_clients_that_trust_the_certificate(
     sample_registry: Registry, tmp_path: Path
 ) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     config = ServerConfig(listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
     server, address = await start_server(sample_registry, config)
     credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
