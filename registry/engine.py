@@ -367,22 +367,21 @@ class Registry:
     def warm_queries(self, queries: Sequence[str], *, progress: bool = False) -> None:
         """Encodes many queries (and their clauses) ahead of time: evaluations run thousands."""
         texts = [t for q in queries for t in (q.strip(), *split_intents(q.strip()))]
-        keys = list(dict.fromkeys(normalise_query(t) for t in texts))
-        missing = [k for k in keys if self._query_vectors.get(k) is None]
-        vectors = self._embedder.encode(missing, progress=progress)
-        for key, vector in zip(missing, vectors, strict=True):
-            self._query_vectors.put(key, vector)
+        self.embed_queries(texts, progress=progress)
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
         return self.embed_queries([query])[0]
 
-    def embed_queries(self, queries: Sequence[str]) -> list[NDArray[np.float32]]:
+    def embed_queries(
+        self, queries: Sequence[str], *, progress: bool = False
+    ) -> list[NDArray[np.float32]]:
         """Vectors for `queries`, encoding only those not cached, in one batch."""
         keys = [normalise_query(q) for q in queries]
         found = {key: self._query_vectors.get(key) for key in keys}
         missing = list(dict.fromkeys(k for k, v in found.items() if v is None))
         if missing:
-            for key, vector in zip(missing, self._embedder.encode(missing), strict=True):
+            vectors = self._embedder.encode(missing, progress=progress)
+            for key, vector in zip(missing, vectors, strict=True):
                 found[key] = vector
                 self._query_vectors.put(key, vector)
         return [v for v in (found[k] for k in keys) if v is not None]
