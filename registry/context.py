@@ -27,6 +27,7 @@ from indexer.model import Tool
 from indexer.naming import function_name
 from indexer.tokens import ENCODINGS, count_tokens
 from registry.engine import Registry
+from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
 from registry.servicer import search_response, tool_schema
 from registry.store import Store
@@ -243,7 +244,10 @@ def load(registry: Registry, tools: Sequence[PoolTool]) -> None:
 def cmd_context(args: argparse.Namespace) -> int:
     from indexer.embedder import SentenceTransformerEmbedder
 
-    pool, tasks = load_pool(args.datasets)
+    try:
+        pool, tasks = load_pool(args.datasets)
+    except (ValueError, FileNotFoundError) as exc:
+        raise EvalError(str(exc)) from exc
     store = Store(Path(args.db))
     try:
         registry = Registry(store, SentenceTransformerEmbedder(), result_cache_size=0,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
+
+import pytest
 
 from indexer.datasets import LabeledQuery
 from indexer.model import Tool
 from indexer.tokens import count_tokens
+from registry.cli import main
 from registry.context import (
     PoolTool,
     bridge_tools_tokens,
@@ -66,3 +70,13 @@ def test_one_discovery_task_costs_far_less_than_the_whole_catalog(
     assert found == 1
     assert 0 < tokens < 3_000
     assert 300 < bridge_tools_tokens("o200k_base") <= 450
+
+
+def test_a_missing_datasets_folder_is_one_line_and_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.db"
+    code = main(["context", "--datasets", str(tmp_path / "nowhere"), "--db", str(db)])
+    assert code == 1
+    assert "nowhere" in capsys.readouterr().err
+    assert not db.exists()
