@@ -1,4 +1,10 @@
-"""Sentence embeddings: the only module that imports the model library."""
+"""Sentence embeddings: the only module that imports sentence-transformers.
+
+Two backends run the same model folder: ONNX Runtime (indexer/onnx_embedder.py, the default:
+no torch in the serving process, ~3x less time per query) and sentence-transformers on torch
+(the reference, and the fallback for folders whose pipeline the ONNX backend cannot
+reproduce). Their vectors agree to float32 rounding, so they share a model id.
+"""
 
 from __future__ import annotations
 
@@ -94,3 +100,24 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=progress,
             )
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+BACKENDS = ("onnx", "torch")
+
+
+def load_embedder(model_path: Path | None = None, backend: str = "onnx") -> Embedder:
+    """The model in `model_path` (default: the packaged MiniLM) on the chosen backend.
+
+    "onnx" falls back to "torch", with a warning, when the folder's pipeline has modules the
+    ONNX backend does not reproduce or the exported model cannot be written.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"embedder backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if backend == "onnx":
+        from indexer.onnx_embedder import ExportFailed, OnnxEmbedder, UnsupportedModel
+
+        try:
+            return OnnxEmbedder(model_path)
+        except (UnsupportedModel, ExportFailed, OSError) as exc:
+            logger.warning("ONNX backend unavailable (%s); using sentence-transformers", exc)
+    return SentenceTransformerEmbedder(model_path)

@@ -242,7 +242,7 @@ def load(registry: Registry, tools: Sequence[PoolTool]) -> None:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from indexer.embedder import SentenceTransformerEmbedder
+    from indexer.embedder import load_embedder
 
     try:
         pool, tasks = load_pool(args.datasets)
@@ -250,7 +250,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         raise EvalError(str(exc)) from exc
     store = Store(Path(args.db))
     try:
-        registry = Registry(store, SentenceTransformerEmbedder(), result_cache_size=0,
+        registry = Registry(store, load_embedder(), result_cache_size=0,
                             progress=sys.stderr.isatty())  # fmt: skip
         registry.load()
         results = measure(registry, pool, tasks, args.encoding, args.seed)

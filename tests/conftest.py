@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from indexer.embedder import Embedder, SentenceTransformerEmbedder
+from indexer.embedder import Embedder, load_embedder
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
@@ -58,18 +58,18 @@ class CountingEmbedder:
 
 
 @pytest.fixture(scope="session")
-def model() -> SentenceTransformerEmbedder:
-    """The packaged all-MiniLM-L6-v2, loaded once per test session."""
-    return SentenceTransformerEmbedder()
+def model() -> Embedder:
+    """The packaged all-MiniLM-L6-v2 on the serving backend (ONNX), loaded once per session."""
+    return load_embedder()
 
 
 @pytest.fixture
-def embedder(model: SentenceTransformerEmbedder) -> CountingEmbedder:
+def embedder(model: Embedder) -> CountingEmbedder:
     return CountingEmbedder(model)
 
 
 @pytest.fixture(scope="session")
-def sample_db(model: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_db(model: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding every sample catalog, embedded once per session."""
     path = tmp_path_factory.mktemp("sample") / "registry.db"
     store = Store(path)

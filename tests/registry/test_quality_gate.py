@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from indexer.datasets import load_dataset
-from indexer.embedder import SentenceTransformerEmbedder
+from indexer.embedder import Embedder
 from indexer.evaluation import Report, run
 from registry.engine import Registry
 from registry.evaluate import in_process_searcher, load_catalogs
@@ -26,7 +26,7 @@ FLOORS = {
 SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0}
 
 
-def _report(name: str, model: SentenceTransformerEmbedder, folder: Path) -> Report:
+def _report(name: str, model: Embedder, folder: Path) -> Report:
     dataset = load_dataset(name)
     queries = list(dataset.queries)[: SUBSET[name] or None]
     store = Store(folder / f"{name.split(':')[0]}.db")
@@ -44,7 +44,7 @@ def _report(name: str, model: SentenceTransformerEmbedder, folder: Path) -> Repo
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_search_quality_stays_above_the_committed_floors(
-    name: str, model: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory
+    name: str, model: Embedder, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     report = _report(name, model, tmp_path_factory.mktemp("gate"))
     measured = {metric: round(report.metrics[metric], 4) for metric in FLOORS[name]}
