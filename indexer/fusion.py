@@ -3,7 +3,8 @@
 A request often asks for several things ("check the ticket, then email the customer"): each
 clause is scored on its own and a tool keeps its best score over the whole request and its
 clauses, so every intent gets its tools near the top. Scores from the two retrievers live on
-different scales; each is standardised over the corpus (z-score) before blending.
+different scales; each is standardised over the whole corpus (z-score) before blending, so
+blending only a set of candidates gives each of them the score it would get among all.
 """
 
 from __future__ import annotations
@@ -61,42 +62,58 @@ def standardise(scores: NDArray[np.float32]) -> NDArray[np.float32]:
     return ((scores - float(scores.mean())) / spread).astype(np.float32)
 
 
-def blend(dense: NDArray[np.float32], lexical: NDArray[np.float32] | None) -> NDArray[np.float32]:
-    if lexical is None:
-        return standardise(dense)
-    return DENSE_WEIGHT * standardise(dense) + (1.0 - DENSE_WEIGHT) * standardise(lexical)
+@dataclass(frozen=True)
+class Spread:
+    """Mean and standard deviation of one retriever's scores over the whole corpus."""
+
+    mean: float
+    std: float
+
+    @classmethod
+    def of(cls, scores: NDArray[np.float32]) -> Spread:
+        return cls(float(scores.mean()), float(scores.std())) if len(scores) else cls(0.0, 0.0)
+
+    def z(self, scores: NDArray[np.float32]) -> NDArray[np.float32]:
+        """`scores` (any subset of the corpus) standardised against the whole corpus."""
+        if self.std <= 0.0:
+            return np.zeros_like(scores)
+        return ((scores - self.mean) / self.std).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class IntentScores:
+    """One intent's scores over the candidate rows, each already standardised over the corpus
+    (so scoring a subset gives the same numbers as scoring everything)."""
+
+    dense: NDArray[np.float32]
+    lexical: NDArray[np.float32] | None
+    catalog: NDArray[np.float32] | None
+
+    def blended(self) -> NDArray[np.float32]:
+        score = self.dense if self.lexical is None else (
+            DENSE_WEIGHT * self.dense + (1.0 - DENSE_WEIGHT) * self.lexical
+        )  # fmt: skip
+        if self.catalog is not None:
+            score = score + CATALOG_WEIGHT * self.catalog
+        return np.asarray(score, dtype=np.float32)
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Blended scores of every row, and the rows each intent ranks first."""
+    """Blended scores of every candidate row, and the candidates each intent ranks first."""
 
     scores: NDArray[np.float32]
-    # Per intent (the whole request, or each clause when it has several): its best row.
+    # Per intent (the whole request, or each clause when it has several): index of its best
+    # candidate.
     intent_tops: tuple[int, ...]
 
 
-def rank_intents(
-    dense: list[NDArray[np.float32]],
-    lexical: list[NDArray[np.float32] | None],
-    catalog: list[NDArray[np.float32] | None],
-    eligible: NDArray[np.bool_],
-) -> Ranking:
-    """Blends each intent's scores; a row's score is its best over all intents.
-
-    `dense[0]`/`lexical[0]` score the whole request, the rest its clauses; `catalog[i]` is,
-    per row, the similarity of intent i to the row's catalog centroid.
-    """
-    per_intent = [
-        blend(d, x) + (CATALOG_WEIGHT * c if c is not None else 0.0)
-        for d, x, c in zip(dense, lexical, catalog, strict=True)
-    ]
-    best = np.max(np.vstack(per_intent), axis=0)
-    best = np.where(eligible, best, -np.inf).astype(np.float32)
-    clauses = per_intent[1:] or per_intent
-    tops = []
-    for scores in clauses:
-        masked = np.where(eligible, scores, -np.inf)
-        if np.isfinite(masked).any():
-            tops.append(int(np.argmax(masked)))
-    return Ranking(best, tuple(dict.fromkeys(tops)))
+def rank_intents(intents: list[IntentScores]) -> Ranking:
+    """A candidate's score is its best blend over all intents (`intents[0]` is the whole
+    request, the rest its clauses)."""
+    per_intent = np.vstack([intent.blended() for intent in intents])
+    best = per_intent.max(axis=0)
+    clauses = per_intent[1:] if len(per_intent) > 1 else per_intent
+    # argmax takes the first maximum: candidates are in row (id) order, so ties go by id.
+    tops = [int(np.argmax(scores)) for scores in clauses] if per_intent.shape[1] else []
+    return Ranking(best.astype(np.float32), tuple(dict.fromkeys(tops)))

@@ -15,15 +15,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.document import document_text
-from indexer.fusion import ALL_LEVERS, Levers, rank_intents, standardise
+from indexer.fusion import ALL_LEVERS, IntentScores, Levers, Spread, rank_intents, standardise
 from indexer.lexical import LexicalIndex, protocol_tool_text
 from indexer.model import Tool
-from indexer.vector_index import VectorIndex
+from indexer.vector_index import Partition, VectorIndex
 
 # Decides whether a caller may see a tool, given the tool's required scopes.
 Visibility = Callable[[frozenset[str]], bool]
 MAX_SUGGESTIONS = 3
 _SUGGESTION_POOL = 5_000
+# On an approximate (IVF) index the blend scores candidates only: per intent, the best rows
+# by meaning and by words, and every tool of the best-matching catalogs.
+DENSE_CANDIDATES = 100
+LEXICAL_CANDIDATES = 100
+CATALOG_CANDIDATES = 3
 
 
 def everything(_required: frozenset[str]) -> bool:
@@ -64,12 +69,21 @@ class ToolIndex:
         entries: Sequence[IndexedTool],
         vectors: NDArray[np.float32],
         generation: int,
+        *,
+        partition: Partition | None = None,
+        keys: Sequence[str] = (),
     ) -> None:
+        """`partition` makes the vector index approximate (IVF); `keys` then name each row's
+        vector (its document hash) so list assignments carry over between snapshots."""
         if len(entries) != len(vectors):
             raise ValueError("one vector per tool is required")
         order = sorted(range(len(entries)), key=lambda row: entries[row].id)
         self._entries = tuple(entries[row] for row in order)
-        self._vectors = VectorIndex(vectors[order] if len(order) else vectors)
+        self._vectors = VectorIndex(
+            vectors[order] if len(order) else vectors,
+            partition=partition,
+            keys=[keys[row] for row in order] if partition is not None else (),
+        )
         self.generation = generation
         self._rows = {entry.id: row for row, entry in enumerate(self._entries)}
         # Visibility is decided per distinct scope set, not per tool: catalogs share a few
@@ -84,6 +98,10 @@ class ToolIndex:
             dtype=np.int32,
         )
         self._catalogs = catalogs
+        # Rows are in id order, so each catalog's rows are one contiguous range.
+        bounds = np.flatnonzero(np.diff(self._catalog_codes)) + 1
+        self._catalog_starts = np.concatenate(([0], bounds)).astype(np.int64)
+        self._catalog_ends = np.concatenate((bounds, [len(self._entries)])).astype(np.int64)
         # Each catalog's centroid: the direction of "what this server is about".
         centroids = np.zeros((len(catalogs), vectors.shape[1]), dtype=np.float32)
         sorted_vectors = vectors[order] if len(order) else vectors
@@ -153,10 +171,37 @@ class ToolIndex:
                 index = self._lexical[text] = LexicalIndex(texts)
             return index
 
-    def _catalog_scores(self, vector: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Per row: its catalog's centroid similarity, standardised over catalogs."""
-        similarity = (self._centroids @ vector).astype(np.float32)
-        return standardise(similarity)[self._catalog_codes]
+    def _catalog_scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Per intent and catalog: its centroid's similarity, standardised over catalogs."""
+        similarity = (queries @ self._centroids.T).astype(np.float32)
+        return (
+            np.vstack([standardise(row) for row in similarity]) if len(similarity) else similarity
+        )
+
+    def _candidates(
+        self,
+        queries: NDArray[np.float32],
+        lexical: list[NDArray[np.float32]],
+        catalog: NDArray[np.float32] | None,
+        eligible: NDArray[np.bool_],
+    ) -> NDArray[np.int64]:
+        """Eligible rows worth blending on an IVF index, in row order."""
+        _, dense_rows = self._vectors.search(queries, DENSE_CANDIDATES, eligible)
+        found = [dense_rows[dense_rows >= 0]]
+        for scores in lexical:
+            positive = np.flatnonzero(eligible & (scores > 0.0))
+            if len(positive) > LEXICAL_CANDIDATES:
+                best = np.argpartition(-scores[positive], LEXICAL_CANDIDATES - 1)
+                positive = positive[best[:LEXICAL_CANDIDATES]]
+            found.append(positive)
+        if catalog is not None:
+            for scores in catalog:
+                best = np.argsort(-scores, kind="stable")[:CATALOG_CANDIDATES]
+                for code in best.tolist():
+                    start, end = self._catalog_starts[code], self._catalog_ends[code]
+                    rows = np.arange(start, end, dtype=np.int64)
+                    found.append(rows[eligible[start:end]])
+        return np.unique(np.concatenate(found)).astype(np.int64)
 
     def search_hybrid(
         self,
@@ -171,26 +216,45 @@ class ToolIndex:
     ) -> list[Hit]:
         """Dense and BM25 blended per intent; `texts[0]` is the request, the rest its clauses.
 
-        With `confident_only`, only each intent's best tool is kept (at most `limit`): the
-        registry's own cut, for callers who did not ask for a number of hits.
+        Every score is standardised over the whole corpus, so the exact index (which blends
+        every eligible row) and the IVF index (which blends candidates) give a tool the same
+        score. With `confident_only`, only each intent's best tool is kept (at most `limit`):
+        the registry's own cut, for callers who did not ask for a number of hits.
         """
         eligible = self._eligible(catalogs, visible)
         if limit <= 0 or not eligible.any():
             return []
-        dense = [self._vectors.scores(v) for v in vectors]
-        lexical = [self.lexical("document").scores(t) if levers.lexical else None for t in texts]
-        catalog = [self._catalog_scores(v) if levers.catalog else None for v in vectors]
-        ranking = rank_intents(dense, lexical, catalog, eligible)
-        if confident_only:
-            rows = np.asarray(ranking.intent_tops, dtype=np.int64)
+        queries = np.vstack(vectors).astype(np.float32)
+        lexical = [self.lexical("document").scores(t) for t in texts] if levers.lexical else []
+        catalog = self._catalog_scores(queries) if levers.catalog else None
+        if self._vectors.approximate:
+            rows = self._candidates(queries, lexical, catalog, eligible)
+            dense = self._vectors.scores_at(queries, rows)
+            spreads = [Spread(*self._vectors.score_spread(q)) for q in queries]
         else:
             rows = np.flatnonzero(eligible)
-        # Rows are in id order: lexsort by (-score, row) breaks ties by id.
-        order = rows[np.lexsort((rows, -ranking.scores[rows]))][:limit]
-        similarity = np.max(np.vstack(dense), axis=0)
+            everything_scored = self._vectors.scores(queries)
+            spreads = [Spread.of(row) for row in everything_scored]
+            dense = everything_scored[:, rows]
+        intents = [
+            IntentScores(
+                dense=spread.z(dense[i]),
+                lexical=Spread.of(lexical[i]).z(lexical[i][rows]) if lexical else None,
+                catalog=catalog[i][self._catalog_codes[rows]] if catalog is not None else None,
+            )
+            for i, spread in enumerate(spreads)
+        ]
+        ranking = rank_intents(intents)
+        if confident_only:
+            picked = np.asarray(ranking.intent_tops, dtype=np.int64)
+        else:
+            picked = np.arange(len(rows), dtype=np.int64)
+        # Candidates are in id order: lexsort by (-score, position) breaks ties by id.
+        order = picked[np.lexsort((picked, -ranking.scores[picked]))][:limit]
+        similarity = dense.max(axis=0)
         return [
-            Hit(self._entries[int(r)], float(ranking.scores[r]), float(similarity[r]))
-            for r in order
+            Hit(self._entries[int(rows[c])], float(ranking.scores[c]), float(similarity[c]))
+            for c in order
         ]
 
     def search_lexical(
@@ -229,18 +293,16 @@ class ToolIndex:
         # Fetch past the cut so that ties at the boundary are broken by id, not by the heap.
         fetch = min(eligible, limit * 2 + 8)
         while True:
-            scores, rows = self._vectors.search(query, fetch, filtered)
+            found, rows = self._vectors.search(query, fetch, filtered)
+            keep = rows[0] >= 0
+            scores, rows = found[0][keep], rows[0][keep]
             boundary_tied = len(scores) > limit and scores[limit - 1] == scores[-1]
             if not boundary_tied or fetch >= eligible:
                 break
             fetch = min(eligible, fetch * 4)
-        hits = [
-            Hit(self._entries[int(r)], float(s), float(s))
-            for s, r in zip(scores, rows, strict=True)
-        ]
-        # Rows are in id order, so sorting by (-score, row) orders ties by id.
-        ranked = sorted(zip(hits, rows.tolist(), strict=True), key=lambda p: (-p[0].score, p[1]))
-        return [hit for hit, _ in ranked[:limit]]
+        # Rows are in id order: lexsort by (-score, row) orders ties by id.
+        order = np.lexsort((rows, -scores))[:limit]
+        return [Hit(self._entries[int(rows[i])], float(scores[i]), float(scores[i])) for i in order]
 
     def suggestions(self, tool_id: str, visible: Visibility = everything) -> list[str]:
         """Up to three visible ids that look like `tool_id` (for "did you mean")."""

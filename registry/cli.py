@@ -39,6 +39,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         db=Path(args.db),
         catalogs_dir=Path(args.catalogs) if args.catalogs else None,
         model_path=Path(args.model) if args.model else None,
+        embedder=args.embedder,
+        approximate_from=args.approximate_from,
         tls_cert=Path(args.tls_cert) if args.tls_cert else None,
         tls_key=Path(args.tls_key) if args.tls_key else None,
         keys_file=Path(args.keys) if args.keys else None,
@@ -67,7 +69,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
 
 
 async def run_server(config: ServerConfig) -> None:
-    from indexer.embedder import SentenceTransformerEmbedder
+    from indexer.embedder import load_embedder
     from registry.auth import Authenticator
     from registry.catalog_dir import sync_folder
     from registry.engine import Registry
@@ -82,12 +84,13 @@ async def run_server(config: ServerConfig) -> None:
     except (KeyFileError, OSError) as exc:
         raise CommandError(f"cannot use keys file: {exc}") from exc
     store = Store(config.db)
-    embedder = SentenceTransformerEmbedder(config.model_path)
+    embedder = load_embedder(config.model_path, config.embedder)
     registry = Registry(
         store,
         embedder,
         weak_score=config.weak_score,
         query_cache_size=config.query_cache_size,
+        approximate_from=config.approximate_from,
         result_cache_size=config.result_cache_size,
         result_cache_ttl=config.result_cache_ttl,
         progress=config.progress,
@@ -407,6 +410,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--listen", default=os.environ.get("CAPREG_LISTEN", DEFAULT_LISTEN))
     serve.add_argument("--catalogs", help="register every catalog file in this folder at start")
     serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
+    serve.add_argument(
+        "--approximate-from",
+        type=int,
+        default=ServerConfig.approximate_from,
+        metavar="TOOLS",
+        help="use the approximate (IVF) vector index from this many tools on "
+        f"(default {ServerConfig.approximate_from})",
+    )
+    serve.add_argument(
+        "--embedder",
+        choices=("onnx", "torch"),
+        default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
+        help="model backend: ONNX Runtime (default) or sentence-transformers on torch",
+    )
     serve.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
     serve.add_argument(

@@ -9,6 +9,9 @@ from pathlib import Path
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DB = Path("capreg.db")
 MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+# From this many tools on, vector search is approximate (IVF) and the hybrid blends
+# candidates only; below it every tool is scored. bench.performance measures both sides.
+APPROXIMATE_FROM = 20_000
 
 
 @dataclass(frozen=True)
@@ -20,8 +23,11 @@ class ServerConfig:
     watch: bool = False
     watch_interval: float = 1.0
     model_path: Path | None = None
+    # "onnx" (ONNX Runtime) or "torch" (sentence-transformers); same vectors either way.
+    embedder: str = "onnx"
     # Below this cosine score the best hit is flagged as a weak match.
     weak_score: float = 0.3
+    approximate_from: int = APPROXIMATE_FROM
     query_cache_size: int = 4_096
     result_cache_size: int = 2_048
     result_cache_ttl: float = 300.0

@@ -25,7 +25,9 @@ from indexer.fusion import ALL_LEVERS, Levers, split_intents
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.search import Hit, IndexedTool, ToolIndex
+from indexer.vector_index import Partition
 from registry.cache import SearchCacheKey, TTLCache, normalise_query
+from registry.config import APPROXIMATE_FROM
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.scopes import Grants
 from registry.store import Store, StoredCatalog, StoredTool
@@ -119,9 +121,12 @@ class Registry:
         query_cache_size: int = 4_096,
         result_cache_size: int = 2_048,
         result_cache_ttl: float = 300.0,
+        approximate_from: int = APPROXIMATE_FROM,
         progress: bool = False,
     ) -> None:
         self._store = store
+        self._approximate_from = approximate_from
+        self._partition: Partition | None = None
         self._embedder = embedder
         self._weak_score = weak_score
         self._progress = progress
@@ -152,18 +157,12 @@ class Registry:
         started = time.perf_counter()
         with self._write_lock:
             live = {}
+            texts: dict[str, str] = {}
             for stored in self._store.catalogs():
-                hashes = tuple(
-                    document_hash(document_text(t.tool, stored.catalog.title)) for t in stored.tools
-                )
+                documents = [document_text(t.tool, stored.catalog.title) for t in stored.tools]
+                hashes = tuple(document_hash(text) for text in documents)
+                texts.update(zip(hashes, documents, strict=True))
                 live[stored.catalog.name] = _Live(stored, hashes)
-            texts = {
-                document_hash(text): text
-                for entry in live.values()
-                for text in (
-                    document_text(t.tool, entry.stored.catalog.title) for t in entry.stored.tools
-                )
-            }
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
@@ -342,6 +341,7 @@ class Registry:
             return
         entries: list[IndexedTool] = []
         rows: list[NDArray[np.float32]] = []
+        keys: list[str] = []
         for live in self._live.values():
             catalog = live.stored.catalog
             for stored, doc_hash in zip(live.stored.tools, live.doc_hashes, strict=True):
@@ -357,10 +357,34 @@ class Registry:
                     )
                 )
                 rows.append(self._vectors[doc_hash])
+                keys.append(doc_hash)
         dimension = self._embedder.dimension
         matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+        partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
-        self._index = ToolIndex(entries, matrix, generation)
+        self._index = ToolIndex(entries, matrix, generation, partition=partition, keys=keys)
+
+    def _partition_for(self, matrix: NDArray[np.float32]) -> Partition:
+        """The IVF partition for a corpus this size: the current one, the stored one, or a new
+        one trained now and stored (so a restart does not train again)."""
+        size = len(matrix)
+        if self._partition is not None and self._partition.fits(size):
+            return self._partition
+        model = self._embedder.model_id
+        stored = self._store.partition(model)
+        if stored is not None and stored[0].shape[1] == matrix.shape[1]:
+            candidate = Partition(*stored)
+            if candidate.fits(size):
+                self._partition = candidate
+                return candidate
+        started = time.perf_counter()
+        self._partition = Partition.train(matrix)
+        self._store.put_partition(model, self._partition.centroids, size)
+        logger.info(
+            "trained an IVF partition of %d lists on %d tools in %.2fs",
+            len(self._partition.centroids), size, time.perf_counter() - started,
+        )  # fmt: skip
+        return self._partition
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -15,10 +15,14 @@ from indexer.datasets import DATASET_NAMES, CatalogSource, LabeledQuery, load_da
 from indexer.evaluation import Answer, Report, Searcher, format_table, plot_recall, run, write_json
 from indexer.metrics import KS
 from registry.catalog_dir import CATALOG_SUFFIXES, request_name
+from registry.config import APPROXIMATE_FROM
 from registry.engine import DEFAULT_LIMIT, RETRIEVERS, Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import Store
+
+# --index: the size from which the vector index is approximate (IVF).
+INDEX_MODES = {"auto": APPROXIMATE_FROM, "exact": 2**62, "approximate": 1}
 
 DEFAULT_WORKDIR = Path(".capreg") / "eval"
 
@@ -200,7 +204,7 @@ def _evaluate_in_process(
     ks: tuple[int, ...],
     progress: bool,
 ) -> list[Report]:
-    from indexer.embedder import SentenceTransformerEmbedder
+    from indexer.embedder import load_embedder
 
     family = name.split(":")[0]
     db = Path(args.db) if args.db else DEFAULT_WORKDIR / f"{family}.db"
@@ -208,8 +212,9 @@ def _evaluate_in_process(
     try:
         registry = Registry(
             store,
-            SentenceTransformerEmbedder(Path(args.model) if args.model else None),
+            load_embedder(Path(args.model) if args.model else None, args.embedder),
             query_cache_size=max(4_096, 2 * len(queries)),
+            approximate_from=INDEX_MODES[args.index],
             result_cache_size=0,  # every query is asked once per retriever: nothing to reuse
             progress=progress,
         )
@@ -298,6 +303,19 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
     parser.add_argument("--db", help=f"SQLite file (default {DEFAULT_WORKDIR}/<dataset>.db)")
     parser.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
+    parser.add_argument(
+        "--index",
+        choices=tuple(INDEX_MODES),
+        default="auto",
+        help="vector index: exact below the size threshold and IVF above (auto), or one of "
+        "them at every size (to compare their quality)",
+    )
+    parser.add_argument(
+        "--embedder",
+        choices=("onnx", "torch"),
+        default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
+        help="model backend: ONNX Runtime (default) or sentence-transformers on torch",
+    )
     parser.add_argument("--plot", help="write recall@k curves to this PNG")
     parser.add_argument("--json", dest="json", help="write the report as JSON to this file")
     parser.add_argument("--markdown", help="write the table, command and date to this file")

@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS tools (
     revision INTEGER NOT NULL,
     PRIMARY KEY (catalog, name)
 );
+CREATE TABLE IF NOT EXISTS partitions (
+    model TEXT PRIMARY KEY,
+    trained_on INTEGER NOT NULL,
+    dimension INTEGER NOT NULL,
+    centroids BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,
     doc_hash TEXT NOT NULL,
@@ -206,6 +212,28 @@ class Store:
                 for doc_hash, blob in rows:
                     found[doc_hash] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
+
+    def partition(self, model: str) -> tuple[NDArray[np.float32], int] | None:
+        """The stored IVF list centroids for `model` and the corpus size they were trained on."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT trained_on, dimension, centroids FROM partitions WHERE model=?", (model,)
+            ).fetchone()
+        if row is None:
+            return None
+        trained_on, dimension, blob = row
+        return np.frombuffer(blob, dtype=np.float32).reshape(-1, dimension).copy(), trained_on
+
+    def put_partition(self, model: str, centroids: NDArray[np.float32], trained_on: int) -> None:
+        matrix = np.ascontiguousarray(centroids, dtype=np.float32)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO partitions(model, trained_on, dimension, centroids) "
+                "VALUES(?, ?, ?, ?) ON CONFLICT(model) DO UPDATE SET "
+                "trained_on=excluded.trained_on, dimension=excluded.dimension, "
+                "centroids=excluded.centroids",
+                (model, trained_on, int(matrix.shape[1]), matrix.tobytes()),
+            )
 
     def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None:
         with self._transaction() as db:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.fusion import rank_intents, split_intents, standardise
+from indexer.fusion import IntentScores, Spread, rank_intents, split_intents, standardise
 
 
 def test_a_chained_request_splits_into_its_clauses() -> None:
@@ -39,11 +39,28 @@ def test_standardise_centres_and_scales() -> None:
     assert not standardise(np.ones(3, dtype=np.float32)).any()
 
 
-def test_each_intent_contributes_its_best_row_and_ineligible_rows_never_rank() -> None:
-    whole = np.asarray([0.5, 0.4, 0.1, 0.9], dtype=np.float32)
-    first = np.asarray([0.9, 0.1, 0.1, 0.95], dtype=np.float32)
-    second = np.asarray([0.1, 0.1, 0.9, 0.2], dtype=np.float32)
-    eligible = np.asarray([True, True, True, False])
-    ranking = rank_intents([whole, first, second], [None, None, None], [None, None, None], eligible)
+def test_each_intent_contributes_its_best_candidate() -> None:
+    def intent(*values: float) -> IntentScores:
+        return IntentScores(np.asarray(values, dtype=np.float32), None, None)
+
+    whole, first, second = intent(0.5, 0.4, 0.1), intent(0.9, 0.1, 0.1), intent(0.1, 0.1, 0.9)
+    ranking = rank_intents([whole, first, second])
     assert ranking.intent_tops == (0, 2)
-    assert ranking.scores[3] == -np.inf
+    np.testing.assert_allclose(ranking.scores, [0.9, 0.4, 0.9])
+
+
+def test_ties_between_intents_tops_go_to_the_first_candidate() -> None:
+    scores = IntentScores(np.asarray([0.3, 0.3], dtype=np.float32), None, None)
+    assert rank_intents([scores]).intent_tops == (0,)
+
+
+@given(st.lists(st.floats(-5, 5, width=32), min_size=2, max_size=50), st.data())
+def test_a_subset_standardised_against_the_corpus_matches_the_corpus_scores(
+    values: list[float], data: st.DataObject
+) -> None:
+    corpus = np.asarray(values, dtype=np.float32)
+    rows = np.asarray(
+        sorted(data.draw(st.sets(st.integers(0, len(values) - 1), min_size=1))), dtype=np.int64
+    )
+    expected = standardise(corpus)[rows]
+    np.testing.assert_allclose(Spread.of(corpus).z(corpus[rows]), expected, atol=1e-4)

@@ -1,0 +1,111 @@
+"""Exact and IVF vector search: same answers where it matters, lists remembered by key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from indexer.vector_index import Partition, VectorIndex, list_count
+
+
+def _corpus(n: int, seed: int = 3) -> np.ndarray:
+    """Clustered unit vectors, like tool embeddings (servers are topics)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, 64)).astype(np.float32)
+    vectors = centres[rng.integers(0, 40, n)] + 0.6 * rng.standard_normal((n, 64)).astype(
+        np.float32
+    )
+    unit: np.ndarray = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def test_exact_search_orders_by_score_and_respects_the_allowed_rows() -> None:
+    vectors = _corpus(500)
+    index = VectorIndex(vectors)
+    query = vectors[7]
+    scores, rows = index.search(query, 5)
+    expected = np.argsort(-(vectors @ query), kind="stable")[:5]
+    assert rows[0].tolist() == expected.tolist()
+    assert np.all(np.diff(scores[0]) <= 0)
+    allowed = np.zeros(500, dtype=bool)
+    allowed[[3, 9, 11]] = True
+    scores, rows = index.search(query, 5, allowed)
+    assert sorted(rows[0][:3].tolist()) == [3, 9, 11]
+    assert rows[0][3:].tolist() == [-1, -1]
+    assert np.isinf(scores[0][3:]).all()
+
+
+def test_ivf_recall_at_10_against_exact_search_is_high() -> None:
+    vectors = _corpus(6000)
+    keys = [f"k{i}" for i in range(len(vectors))]
+    exact = VectorIndex(vectors)
+    approximate = VectorIndex(vectors, partition=Partition.train(vectors), keys=keys)
+    assert approximate.approximate
+    assert not exact.approximate
+    queries = _corpus(100, seed=9)
+    best, _ = exact.search(queries, 10)
+    found, _ = approximate.search(queries, 10)
+    # Recall by score, so that equal vectors count as the same answer.
+    recall = np.mean([(found[i] >= best[i][-1] - 1e-6).sum() / 10 for i in range(len(queries))])
+    assert recall >= 0.95
+
+
+def test_ivf_search_only_returns_allowed_rows() -> None:
+    vectors = _corpus(3000)
+    index = VectorIndex(
+        vectors, partition=Partition.train(vectors), keys=[str(i) for i in range(3000)]
+    )
+    allowed = np.zeros(3000, dtype=bool)
+    allowed[::7] = True
+    _, rows = index.search(vectors[:20], 10, allowed)
+    assert (rows >= 0).all()
+    assert allowed[rows].all()
+
+
+class _CountingQuantizer:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[int] = []
+
+    def search(self, x: np.ndarray, k: int) -> Any:
+        self.calls.append(len(x))
+        return self.inner.search(x, k)
+
+
+def test_lists_are_assigned_once_per_key() -> None:
+    vectors = _corpus(2000)
+    partition = Partition.train(vectors)
+    keys = [f"doc{i}" for i in range(2000)]
+    first = partition.assign(keys, vectors)
+    counting = _CountingQuantizer(partition.quantizer)
+    partition.quantizer = counting  # type: ignore[assignment]
+    again = partition.assign([*keys[:100], "new"], np.vstack([vectors[:100], vectors[:1]]))
+    assert counting.calls == [1]  # only the new key
+    assert again[:100].tolist() == first[:100].tolist()
+
+
+def test_the_corpus_spread_comes_from_moments_without_scoring_every_row() -> None:
+    vectors = _corpus(4000)
+    index = VectorIndex(
+        vectors, partition=Partition.train(vectors), keys=[str(i) for i in range(4000)]
+    )
+    query = _corpus(1, seed=5)[0]
+    mean, std = index.score_spread(query)
+    scores = vectors @ query
+    assert mean == pytest.approx(float(scores.mean()), abs=1e-5)
+    assert std == pytest.approx(float(scores.std()), rel=1e-4)
+
+
+@pytest.mark.parametrize(("size", "lists"), [(1, 16), (10_000, 200), (100_000, 632), (10**8, 4096)])
+def test_list_count_grows_with_the_square_root(size: int, lists: int) -> None:
+    assert list_count(size) == lists
+
+
+def test_a_partition_fits_within_a_factor_of_four() -> None:
+    partition = Partition(_corpus(16), trained_on=10_000)
+    assert partition.fits(2_500)
+    assert partition.fits(40_000)
+    assert not partition.fits(2_499)
+    assert not partition.fits(40_001)

@@ -1,0 +1,83 @@
+"""The IVF path above the size threshold answers like the exact path below it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from registry.engine import Registry
+from registry.scopes import Grants
+from registry.store import Store
+from tests.conftest import CountingEmbedder, copy_db
+
+QUERIES = [
+    "open a support ticket for a customer",
+    "pay a supplier's bill, then email the finance team the receipt",
+    "reset a user's two-factor authentication",
+    "find a slot when everyone is free to meet and send the invitation",
+    "which deployments failed last night? Roll back the broken one.",
+    "bake a chocolate cake",
+]
+
+
+@pytest.fixture
+def both(
+    sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
+) -> Iterator[tuple[Registry, Registry]]:
+    for name in ("exact", "ivf"):
+        (tmp_path / name).mkdir()
+    stores = [Store(copy_db(sample_db, tmp_path / name)) for name in ("exact", "ivf")]
+    exact = Registry(stores[0], embedder, result_cache_size=0)
+    approximate = Registry(stores[1], embedder, result_cache_size=0, approximate_from=1)
+    exact.load()
+    approximate.load()
+    assert approximate.index.vectors.approximate
+    assert not exact.index.vectors.approximate
+    yield exact, approximate
+    for store in stores:
+        store.close()
+
+
+@pytest.mark.parametrize("retriever", ["default", "dense", "hybrid-no-cut", "hybrid-no-catalog"])
+@pytest.mark.parametrize("limit", [0, 5, 20])
+def test_the_ivf_path_ranks_like_the_exact_path(
+    both: tuple[Registry, Registry], retriever: str, limit: int
+) -> None:
+    exact, approximate = both
+    for query in QUERIES:
+        want = exact.search(query, limit, retriever=retriever)
+        got = approximate.search(query, limit, retriever=retriever)
+        assert [h.entry.id for h in got.hits][:5] == [h.entry.id for h in want.hits][:5], query
+        np.testing.assert_allclose(
+            [h.score for h in got.hits[:5]], [h.score for h in want.hits[:5]], atol=1e-3
+        )
+        assert got.weak_match == want.weak_match
+
+
+def test_the_ivf_path_only_returns_what_the_caller_may_see(
+    both: tuple[Registry, Registry],
+) -> None:
+    _, approximate = both
+    viewer = Grants.parse(["support:read"])
+    for query in QUERIES:
+        hits = approximate.search(query, 20, viewer=viewer).hits
+        assert hits
+        assert all(viewer.allows(h.entry.required_scopes) for h in hits)
+
+
+def test_the_partition_is_stored_and_reused_after_a_restart(
+    both: tuple[Registry, Registry], embedder: CountingEmbedder
+) -> None:
+    _, approximate = both
+    store = approximate._store
+    stored = store.partition(embedder.model_id)
+    assert stored is not None
+    centroids, trained_on = stored
+    assert trained_on == len(approximate.index)
+    again = Registry(store, embedder, approximate_from=1)
+    again.load()
+    assert again._partition is not None
+    np.testing.assert_array_equal(again._partition.centroids, centroids)
