@@ -7,6 +7,7 @@ Writes are serialised; reads use whichever immutable index snapshot is current.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import logging
 import threading
 import time
@@ -136,6 +137,10 @@ class Registry:
         # registered), not O(tools stored).
         self._function_owners: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
+        # Digest of (name, format, bytes) of each live catalog's last registration: an
+        # identical resubmission (a periodic sync) is answered without parsing.
+        self._sources: dict[str, str] = {}
+        self._source_of: dict[str, str] = {}
         self._index: ToolIndex | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
         self._deferred: int | None = None
@@ -166,6 +171,7 @@ class Registry:
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
+            self._sources, self._source_of = {}, {}
             self._function_owners = {
                 t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
             }
@@ -198,9 +204,36 @@ class Registry:
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         """Validates, embeds what changed, and replaces the catalog in one transaction."""
         self.index  # noqa: B018 -- raises NotReady before any work when still loading
+        digest = hashlib.sha256(f"{name}\0{fmt}\0{content}".encode()).hexdigest()
+        with self._write_lock:
+            unchanged = self._unchanged_source(digest)
+            if unchanged is not None:
+                return unchanged
         catalog = parse_catalog(content, name=name, fmt=fmt)
         with self._write_lock:
-            return self._replace(catalog)
+            outcome = self._replace(catalog)
+            self._forget_source(catalog.name)
+            self._sources[digest] = catalog.name
+            self._source_of[catalog.name] = digest
+            return outcome
+
+    def _unchanged_source(self, digest: str) -> RegisterOutcome | None:
+        """The outcome for a byte-identical resubmission of a live catalog (no parsing: the
+        same bytes, name and format parse to the same catalog)."""
+        name = self._sources.get(digest)
+        live = self._live.get(name) if name is not None else None
+        if name is None or live is None:
+            return None
+        stored = live.stored
+        return RegisterOutcome(
+            name, 0, 0, 0, len(stored.tools), stored.catalog.version, stored.revision,
+            self.index.generation, 0,
+        )  # fmt: skip
+
+    def _forget_source(self, name: str) -> None:
+        digest = self._source_of.pop(name, None)
+        if digest is not None:
+            self._sources.pop(digest, None)
 
     def _replace(self, catalog: Catalog) -> RegisterOutcome:
         current = self._live.get(catalog.name)
@@ -296,6 +329,7 @@ class Registry:
             if generation is None:  # pragma: no cover - memory and store disagree
                 raise CatalogNotFound(name)
             del self._live[name]
+            self._forget_source(name)
             self._forget_functions(current)
             self._rebuild(generation)
             return len(current.stored.tools), generation
@@ -361,8 +395,11 @@ class Registry:
         dimension = self._embedder.dimension
         matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
         partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
+        index = ToolIndex(entries, matrix, generation, partition=partition, keys=keys)
+        # Built before the swap, so no search pays for it (the old snapshot answers meanwhile).
+        index.lexical("document")
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
-        self._index = ToolIndex(entries, matrix, generation, partition=partition, keys=keys)
+        self._index = index
 
     def _partition_for(self, matrix: NDArray[np.float32]) -> Partition:
         """The IVF partition for a corpus this size: the current one, the stored one, or a new

@@ -8,7 +8,9 @@ import pytest
 import yaml
 
 from indexer.catalog import CatalogError
+from indexer.model import Catalog
 from indexer.naming import FUNCTION_NAME
+from registry import engine
 from registry.engine import Registry
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.store import Store
@@ -48,6 +50,33 @@ def test_reregistering_an_unchanged_catalog_embeds_nothing(
     assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 3)
     assert again.revision == first.revision
     assert again.generation == first.generation
+
+
+def test_an_identical_resubmission_is_answered_without_parsing(
+    empty_registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = empty_registry.register(MINI)
+    changed = _edited({"description": "Seven-day forecast by city."})
+    parsed: list[str] = []
+    real_parse = engine.parse_catalog  # type: ignore[attr-defined]
+
+    def counting_parse(content: str, **kwargs: str) -> Catalog:
+        parsed.append(content)
+        return real_parse(content, **kwargs)
+
+    monkeypatch.setattr(engine, "parse_catalog", counting_parse)
+    again = empty_registry.register(MINI)
+    assert parsed == []
+    assert (again.unchanged, again.revision, again.generation) == (3, 1, first.generation)
+    # A change, then the original bytes again: both are real replacements.
+    assert empty_registry.register(changed).revision == 2
+    assert empty_registry.register(MINI).revision == 3
+    assert len(parsed) == 2
+    # The same bytes under another stated format, or after a delete, are parsed again.
+    assert empty_registry.register(MINI, fmt="native").unchanged == 3
+    empty_registry.delete("mini")
+    assert empty_registry.register(MINI).added == 3
+    assert len(parsed) == 4
 
 
 def test_changing_one_tool_embeds_only_that_tool(
