@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +32,15 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def encode(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class SpanEmbedder(Embedder, Protocol):
+    """An embedder that also pools parts of a text from one pass over the whole of it."""
+
+    def encode_spans(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> list[NDArray[np.float32] | None]: ...
 
 
 def default_model_path() -> Path:

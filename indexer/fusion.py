@@ -43,6 +43,9 @@ class Levers:
     intents: bool = True
     catalog: bool = True
     cut: bool = True
+    # Clause vectors pooled from one pass over the whole request (off: each clause is
+    # encoded on its own, one more model pass per clause).
+    joint_clauses: bool = True
 
 
 ALL_LEVERS = Levers()
@@ -53,6 +56,19 @@ def split_intents(query: str) -> list[str]:
     parts = [p.strip(" ,.;:") for p in _SPLIT.split(query) if p]
     clauses = [p for p in parts if len(p.split()) >= MIN_CLAUSE_WORDS]
     return clauses[:MAX_CLAUSES] if len(clauses) > 1 else []
+
+
+def clause_spans(query: str, clauses: list[str]) -> list[tuple[int, int]]:
+    """Where each clause of `split_intents(query)` lies in `query` (character offsets)."""
+    spans = []
+    position = 0
+    for clause in clauses:
+        start = query.find(clause, position)
+        if start < 0:  # pragma: no cover - clauses are substrings of the query by construction
+            start = query.find(clause)
+        spans.append((start, start + len(clause)))
+        position = max(position, start + len(clause))
+    return spans
 
 
 def standardise(scores: NDArray[np.float32]) -> NDArray[np.float32]:

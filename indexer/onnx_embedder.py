@@ -257,18 +257,51 @@ class OnnxEmbedder:
             result[rows] = self._forward([encodings[i] for i in rows])
         return result
 
-    def _forward(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
+    def encode_spans(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> list[NDArray[np.float32] | None]:
+        """Vectors for `text` and for each character span of it, from one forward pass.
+
+        A span's vector pools the contextual token states inside it (late chunking): a
+        request's clauses cost no extra model work. A span with no token inside the model's
+        window gets None (the caller encodes it on its own).
+        """
+        encoding = self._tokenizer.encode(text)
+        with self._model_lock:
+            hidden = self._hidden([encoding])[0]
+        whole = self._pool(hidden[None, :, :], np.ones((1, len(hidden)), dtype=np.int64))[0]
+        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        special = np.asarray(encoding.special_tokens_mask, dtype=bool)
+        result: list[NDArray[np.float32] | None] = [whole]
+        for start, end in spans:
+            inside = ~special & (offsets[:, 0] >= start) & (offsets[:, 1] <= end)
+            inside &= offsets[:, 1] > offsets[:, 0]
+            if not inside.any():
+                result.append(None)
+                continue
+            pooled = hidden[inside].mean(axis=0)
+            result.append((pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32))
+        return result
+
+    def _hidden(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
+        """Last hidden states, batch x tokens x dimension (rows padded to the longest)."""
+        ids, mask = self._pad(encodings)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+
+    @staticmethod
+    def _pad(encodings: Sequence[Encoding]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
         for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n] = encoding.ids
-            mask[row, :n] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        return ids, mask
+
+    def _pool(self, hidden: NDArray[np.float32], mask: NDArray[np.int64]) -> NDArray[np.float32]:
         if self._pipeline.pooling == "cls":
             pooled = hidden[:, 0]
         else:
@@ -276,3 +309,7 @@ class OnnxEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def _forward(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
+        _, mask = self._pad(encodings)
+        return self._pool(self._hidden(encodings), mask)

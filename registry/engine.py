@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 
 from indexer.catalog import CatalogError, parse_catalog
 from indexer.document import document_hash, document_text, summary
-from indexer.embedder import Embedder
-from indexer.fusion import ALL_LEVERS, Levers, split_intents
+from indexer.embedder import Embedder, SpanEmbedder
+from indexer.fusion import ALL_LEVERS, Levers, clause_spans, split_intents
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.search import Hit, IndexedTool, ToolIndex
@@ -46,6 +46,7 @@ ABLATIONS = {
     "hybrid-no-catalog": Levers(catalog=False),
     "hybrid-no-lexical": Levers(lexical=False),
     "hybrid-no-cut": Levers(cut=False),
+    "hybrid-clauses-apart": Levers(joint_clauses=False),
 }
 RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.
@@ -427,8 +428,43 @@ class Registry:
 
     def warm_queries(self, queries: Sequence[str], *, progress: bool = False) -> None:
         """Encodes many queries (and their clauses) ahead of time: evaluations run thousands."""
-        texts = [t for q in queries for t in (q.strip(), *split_intents(q.strip()))]
-        self.embed_queries(texts, progress=progress)
+        if not isinstance(self._embedder, SpanEmbedder):
+            texts = [t for q in queries for t in (q.strip(), *split_intents(q.strip()))]
+            self.embed_queries(texts, progress=progress)
+            return
+        single = [q.strip() for q in queries if not split_intents(q.strip())]
+        self.embed_queries(single, progress=progress)
+        for query in queries:
+            text = query.strip()
+            clauses = split_intents(text)
+            if clauses:
+                self.request_vectors(text, clauses)
+
+    def request_vectors(
+        self, text: str, clauses: Sequence[str], *, joint: bool = True
+    ) -> list[NDArray[np.float32]]:
+        """Vectors for a request and its clauses.
+
+        With `joint` (and an embedder that can), one model pass over the request gives all
+        of them: each clause pools its own tokens' contextual states. Otherwise each text is
+        encoded on its own.
+        """
+        embedder = self._embedder
+        if not clauses or not joint or not isinstance(embedder, SpanEmbedder):
+            return self.embed_queries([text, *clauses])
+        key = normalise_query(text)
+        keys = [key, *(f"{key}\0{clause}" for clause in clauses)]
+        found = [self._query_vectors.get(k) for k in keys]
+        if any(v is None for v in found):
+            pooled = embedder.encode_spans(text, clause_spans(text, list(clauses)))
+            # A clause past the model's window was not seen in that pass: encode it alone.
+            alone = [clauses[i] for i, v in enumerate(pooled[1:]) if v is None]
+            extra = iter(self.embed_queries(alone)) if alone else iter(())
+            vectors = [v if v is not None else next(extra) for v in pooled]
+            for k, vector in zip(keys, vectors, strict=True):
+                self._query_vectors.put(k, vector)
+            return vectors
+        return [v for v in found if v is not None]
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
         return self.embed_queries([query])[0]
@@ -491,10 +527,10 @@ class Registry:
             weak = not hits or hits[0].score < self._weak_score
         else:
             levers = ABLATIONS.get(retriever, ALL_LEVERS)
-            texts = [text, *split_intents(text)] if levers.intents else [text]
+            clauses = split_intents(text) if levers.intents else []
             hits = index.search_hybrid(
-                texts,
-                self.embed_queries(texts),
+                [text, *clauses],
+                self.request_vectors(text, clauses, joint=levers.joint_clauses),
                 key.limit,
                 # A caller who names no limit gets the registry's confident set (<= 5).
                 confident_only=limit == 0 and levers.cut,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from indexer.embedder import Embedder, load_embedder
+from indexer.embedder import Embedder, SpanEmbedder, load_embedder
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
@@ -55,6 +55,14 @@ class CountingEmbedder:
         self.calls += 1
         self.texts += len(texts)
         return self.inner.encode(texts, progress=progress)
+
+    def encode_spans(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> list[NDArray[np.float32] | None]:
+        assert isinstance(self.inner, SpanEmbedder)
+        self.calls += 1
+        self.texts += 1
+        return self.inner.encode_spans(text, spans)
 
 
 @pytest.fixture(scope="session")

@@ -12,9 +12,11 @@ import pytest
 from indexer.embedder import (
     Embedder,
     SentenceTransformerEmbedder,
+    SpanEmbedder,
     default_model_path,
     load_embedder,
 )
+from indexer.fusion import clause_spans, split_intents
 from indexer.onnx_embedder import OnnxEmbedder, UnsupportedModel, read_pipeline
 
 TEXTS = [
@@ -120,3 +122,31 @@ def test_the_export_is_cached_and_reused(tmp_path: Path) -> None:
     assert exported[0].stat().st_mtime_ns == stamp
     assert not list((tmp_path / "onnx").glob("*.part"))
     np.testing.assert_allclose(first.encode(TEXTS[:2]), second.encode(TEXTS[:2]), atol=1e-6)
+
+
+def test_clause_vectors_pool_their_tokens_from_one_pass(model: Embedder) -> None:
+    assert isinstance(model, SpanEmbedder)
+    text = "Find the invoice for ACME. Then email it to the finance team."
+    clauses = split_intents(text)
+    spans = clause_spans(text, clauses)
+    assert [text[a:b] for a, b in spans] == clauses
+    vectors = model.encode_spans(text, spans)
+    whole, first, second = vectors
+    assert whole is not None
+    assert first is not None
+    assert second is not None
+    np.testing.assert_allclose(whole, model.encode([text])[0], atol=1e-5)
+    alone = model.encode(clauses)
+    # Each pooled clause is nearest to its own clause encoded alone.
+    similarity = np.vstack([first, second]) @ alone.T
+    assert similarity.argmax(axis=1).tolist() == [0, 1]
+    assert similarity.diagonal().min() > 0.8
+
+
+def test_a_span_outside_the_model_window_is_reported_missing(model: Embedder) -> None:
+    assert isinstance(model, SpanEmbedder)
+    text = "word " * 300 + "then send the report to the whole team"
+    tail = text.index("send")
+    vectors = model.encode_spans(text, [(0, 20), (tail, len(text))])
+    assert vectors[1] is not None
+    assert vectors[2] is None

@@ -79,6 +79,22 @@ def test_an_identical_resubmission_is_answered_without_parsing(
     assert len(parsed) == 4
 
 
+def test_a_request_and_its_clauses_cost_one_model_pass(
+    sample_registry: Registry, embedder: CountingEmbedder
+) -> None:
+    query = (
+        "Reset the two-factor authentication of a user, "
+        "then open a support ticket for the customer."
+    )
+    embedder.calls = 0
+    joint = sample_registry.search(query, 5).hits
+    assert embedder.calls == 1
+    apart = sample_registry.search(query, 5, retriever="hybrid-clauses-apart").hits
+    assert embedder.calls == 2  # the request and both clauses, in one batch
+    assert {"identity/reset_mfa_factors", "support/create_ticket"} <= {h.entry.id for h in joint}
+    assert {"identity/reset_mfa_factors", "support/create_ticket"} <= {h.entry.id for h in apart}
+
+
 def test_changing_one_tool_embeds_only_that_tool(
     empty_registry: Registry, embedder: CountingEmbedder
 ) -> None:
