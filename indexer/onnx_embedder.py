@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Texts per forward pass; inputs are sorted by length first so little of a batch is padding.
-BATCH_SIZE = 32
+# 16 embedded tool documents fastest here (84-90/s against 74-77/s at 32 and 68/s at 64).
+BATCH_SIZE = 16
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
 _NORMALIZE = "sentence_transformers.models.Normalize"
@@ -141,6 +142,21 @@ def export_onnx(path: Path, target: Path) -> None:
             os.unlink(scratch)
 
 
+def quantize_onnx(source: Path, target: Path) -> None:
+    """Dynamic int8 quantization of the weights, per output channel, atomically."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    handle, scratch = tempfile.mkstemp(dir=target.parent, suffix=".onnx.part")
+    os.close(handle)
+    try:
+        quantize_dynamic(str(source), scratch, weight_type=QuantType.QInt8, per_channel=True)
+        os.chmod(scratch, 0o644)
+        os.replace(scratch, target)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
+
+
 @dataclass
 class _Job:
     texts: Sequence[str]
@@ -158,18 +174,32 @@ class OnnxEmbedder:
     """
 
     def __init__(
-        self, model_path: Path | None = None, *, cache_dir: Path | None = None, threads: int = 0
+        self,
+        model_path: Path | None = None,
+        *,
+        cache_dir: Path | None = None,
+        threads: int = 0,
+        int8: bool = False,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         path = model_path or default_model_path()
         self._pipeline = read_pipeline(path)
-        self._model_id = model_fingerprint(path)
-        onnx_file = (cache_dir or default_cache_dir()) / "onnx" / f"{self._model_id}.onnx"
+        fingerprint = model_fingerprint(path)
+        folder = (cache_dir or default_cache_dir()) / "onnx"
+        onnx_file = folder / f"{fingerprint}.onnx"
         if not onnx_file.is_file():
-            logger.info("exporting %s to ONNX at %s (once)", self._model_id, onnx_file)
+            logger.info("exporting %s to ONNX at %s (once)", fingerprint, onnx_file)
             export_onnx(path, onnx_file)
+        # int8 weights give other vectors (cosine ~0.994 to float32): another model id, so
+        # stored float32 embeddings are never mixed with int8 ones.
+        self._model_id = f"{fingerprint}+int8" if int8 else fingerprint
+        if int8:
+            quantized = folder / f"{fingerprint}.int8.onnx"
+            if not quantized.is_file():
+                quantize_onnx(onnx_file, quantized)
+            onnx_file = quantized
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
         options.inter_op_num_threads = 1

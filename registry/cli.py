@@ -18,6 +18,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from indexer.catalog import FORMATS
+from indexer.embedder import BACKENDS
 from registry.config import DEFAULT_DB, DEFAULT_LISTEN, ServerConfig, is_loopback
 from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
@@ -420,9 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--embedder",
-        choices=("onnx", "torch"),
+        choices=BACKENDS,
         default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
-        help="model backend: ONNX Runtime (default) or sentence-transformers on torch",
+        help="model backend: ONNX Runtime (default), its int8 variant, or "
+        "sentence-transformers on torch",
     )
     serve.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")

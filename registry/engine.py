@@ -396,9 +396,9 @@ class Registry:
         dimension = self._embedder.dimension
         matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
         partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
+        # Built whole (BM25 document index included) before the swap, so no search pays for
+        # it: the old snapshot answers meanwhile.
         index = ToolIndex(entries, matrix, generation, partition=partition, keys=keys)
-        # Built before the swap, so no search pays for it (the old snapshot answers meanwhile).
-        index.lexical("document")
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
         self._index = index
 

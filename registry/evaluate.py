@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 
 from indexer.datasets import DATASET_NAMES, CatalogSource, LabeledQuery, load_dataset
+from indexer.embedder import BACKENDS
 from indexer.evaluation import Answer, Report, Searcher, format_table, plot_recall, run, write_json
 from indexer.metrics import KS
 from registry.catalog_dir import CATALOG_SUFFIXES, request_name
@@ -312,9 +313,10 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--embedder",
-        choices=("onnx", "torch"),
+        choices=BACKENDS,
         default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
-        help="model backend: ONNX Runtime (default) or sentence-transformers on torch",
+        help="model backend: ONNX Runtime (default), its int8 variant, or "
+        "sentence-transformers on torch",
     )
     parser.add_argument("--plot", help="write recall@k curves to this PNG")
     parser.add_argument("--json", dest="json", help="write the report as JSON to this file")

@@ -150,3 +150,10 @@ def test_a_span_outside_the_model_window_is_reported_missing(model: Embedder) ->
     vectors = model.encode_spans(text, [(0, 20), (tail, len(text))])
     assert vectors[1] is not None
     assert vectors[2] is None
+
+
+def test_the_int8_variant_is_its_own_model_close_to_float32(model: Embedder) -> None:
+    quantized = load_embedder(None, "onnx-int8")
+    assert quantized.model_id == f"{model.model_id}+int8"
+    similarity = (quantized.encode(TEXTS[:4]) * model.encode(TEXTS[:4])).sum(axis=1)
+    assert similarity.min() > 0.97
