@@ -28,7 +28,7 @@ from bench.server_process import serving_process
 from indexer.embedder import Embedder, load_embedder
 from indexer.fusion import split_intents
 from indexer.search import ToolIndex
-from indexer.vector_index import VectorIndex
+from indexer.vector_index import VectorIndex, one_thread_per_search
 from registry.context import PoolTool, catalog_sources, load_pool, with_variants
 from registry.engine import Registry
 from registry.proto import registry_pb2 as pb
@@ -224,6 +224,7 @@ def main() -> None:
     pool, tasks = load_pool(args.datasets)
     rng = random.Random(11)
     queries = [t.query[:500] for t in rng.sample(tasks, args.queries)]
+    one_thread_per_search()
     embedder = load_embedder()
     rows = []
     for size in sizes:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 
 import bm25s
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 from numpy.typing import NDArray
 
 # bm25s sets its own logger to DEBUG; its per-index chatter is not ours to print.
@@ -64,6 +66,62 @@ class LexicalIndex:
         # lexsort's last key is primary: score descending, then row ascending for ties.
         order = matching[np.lexsort((matching, -scores[matching]))][:k]
         return [(int(row), float(scores[row])) for row in order]
+
+
+# bm25s' tokenizer, reproduced: lowercase, \w\w+ tokens, English stopwords dropped.
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_STOPWORDS = frozenset(STOPWORDS_EN)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+
+
+class ArrayBM25:
+    """The same BM25 as `LexicalIndex` (bm25s' tokens, Lucene variant, K1 and B), built with
+    array operations instead of per-document Python loops: ~3x faster to build, which is
+    what a snapshot of 100k tools waits for. Scores equal bm25s' to float32 rounding (a test
+    holds them together); `LexicalIndex` stays the protocol's reference for the anchor.
+    """
+
+    def __init__(self, documents: Sequence[str]) -> None:
+        self._size = len(documents)
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        lengths = np.zeros(self._size, dtype=np.int64)
+        for row, text in enumerate(documents):
+            tokens = _tokens(text)
+            ids.extend(vocab.setdefault(t, len(vocab)) for t in tokens)
+            lengths[row] = len(tokens)
+        self._vocab = vocab
+        width = max(len(vocab), 1)
+        docs_of = np.repeat(np.arange(self._size, dtype=np.int64), lengths)
+        pairs, tf = np.unique(docs_of * width + np.asarray(ids, dtype=np.int64), return_counts=True)
+        docs, terms = pairs // width, pairs % width
+        df = np.bincount(terms, minlength=len(vocab))
+        idf = np.log(1.0 + (self._size - df + 0.5) / (df + 0.5)).astype(np.float32)
+        average = float(lengths.mean()) if self._size else 1.0
+        norm = K1 * ((1.0 - B) + B * lengths[docs] / average)
+        weights = (idf[terms] * (tf / (norm + tf))).astype(np.float32)
+        # Columns by term, rows in document order: one slice per query token.
+        order = np.lexsort((docs, terms))
+        self._docs = docs[order]
+        self._weights = weights[order]
+        self._starts = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def scores(self, query: str) -> NDArray[np.float32]:
+        """The BM25 score of every document for `query` (zeros where nothing matches)."""
+        scores = np.zeros(self._size, dtype=np.float32)
+        for token in _tokens(query):
+            term = self._vocab.get(token)
+            if term is not None:
+                start, end = self._starts[term], self._starts[term + 1]
+                # A term's documents are distinct, so fancy-index addition is exact here.
+                scores[self._docs[start:end]] += self._weights[start:end]
+        return scores
 
 
 def protocol_tool_text(

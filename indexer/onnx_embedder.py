@@ -17,7 +17,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,20 +157,13 @@ def quantize_onnx(source: Path, target: Path) -> None:
             os.unlink(scratch)
 
 
-@dataclass
-class _Job:
-    texts: Sequence[str]
-    done: threading.Event = field(default_factory=threading.Event)
-    result: NDArray[np.float32] | None = None
-    error: BaseException | None = None
-
-
 class OnnxEmbedder:
     """A local sentence-transformers folder served by ONNX Runtime on the CPU.
 
-    Concurrent small requests (queries) are coalesced: whoever holds the model encodes every
-    text waiting at that moment in one pass, so eight callers cost far less than eight passes.
-    Large requests (registrations) go through in batches, letting queries in between.
+    Two sessions share the model: one using every core, for a request that finds the model
+    idle (lowest latency), and one single-threaded, run concurrently by every request that
+    arrives while the first is busy (under load, one request per core beats every request
+    using every core in turn: 134 against 88 long queries/s here).
     """
 
     def __init__(
@@ -200,21 +193,23 @@ class OnnxEmbedder:
             if not quantized.is_file():
                 quantize_onnx(onnx_file, quantized)
             onnx_file = quantized
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(onnx_file), options, providers=["CPUExecutionProvider"]
-        )
+
+        def session(threads: int) -> ort.InferenceSession:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            return ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+
+        cores = threads or (os.cpu_count() or 1)
+        self._session = session(cores)
+        self._spare = session(1) if cores > 1 else None
+        self._session_lock = threading.Lock()
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(self._pipeline.max_tokens)
         self._tokenizer.no_padding()
         self._dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
-        self._pending: list[_Job] = []
-        self._pending_lock = threading.Lock()
-        self._model_lock = threading.Lock()
         logger.info(
             "loaded embedding model %s (ONNX, %d dimensions)", self._model_id, self._dimension
         )
@@ -228,61 +223,17 @@ class OnnxEmbedder:
         return self._dimension
 
     def encode(self, texts: Sequence[str], *, progress: bool = False) -> NDArray[np.float32]:
+        result = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self._dimension), dtype=np.float32)
-        if len(texts) > BATCH_SIZE:
-            return self._encode_many(texts, progress=progress)
-        job = _Job(texts)
-        with self._pending_lock:
-            self._pending.append(job)
-        while not job.done.is_set():
-            with self._model_lock:
-                if job.done.is_set():
-                    break
-                with self._pending_lock:
-                    jobs, self._pending = self._pending, []
-                self._run_jobs(jobs)
-        if job.error is not None:
-            raise job.error
-        assert job.result is not None
-        return job.result
-
-    def _run_jobs(self, jobs: list[_Job]) -> None:
-        """Encodes every waiting job in one pass and hands each its rows."""
-        try:
-            vectors = self._encode_sorted([t for job in jobs for t in job.texts])
-        except BaseException as error:
-            for job in jobs:
-                job.error = error
-                job.done.set()
-            raise
-        start = 0
-        for job in jobs:
-            job.result = vectors[start : start + len(job.texts)]
-            start += len(job.texts)
-            job.done.set()
-
-    def _encode_many(self, texts: Sequence[str], *, progress: bool) -> NDArray[np.float32]:
+            return result
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        result = np.zeros((len(texts), self._dimension), dtype=np.float32)
         batches = range(0, len(order), BATCH_SIZE)
         if progress:
             from tqdm import tqdm
 
             batches = tqdm(batches, desc="embedding", unit="batch")
         for start in batches:
-            rows = order[start : start + BATCH_SIZE]
-            # The model is released between batches: queries wait one batch at most.
-            with self._model_lock:
-                result[rows] = self._forward([encodings[i] for i in rows])
-        return result
-
-    def _encode_sorted(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        result = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
             rows = order[start : start + BATCH_SIZE]
             result[rows] = self._forward([encodings[i] for i in rows])
         return result
@@ -297,8 +248,7 @@ class OnnxEmbedder:
         window gets None (the caller encodes it on its own).
         """
         encoding = self._tokenizer.encode(text)
-        with self._model_lock:
-            hidden = self._hidden([encoding])[0]
+        hidden = self._hidden([encoding])[0]
         whole = self._pool(hidden[None, :, :], np.ones((1, len(hidden)), dtype=np.int64))[0]
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
         special = np.asarray(encoding.special_tokens_mask, dtype=bool)
@@ -319,7 +269,15 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        if self._spare is None or self._session_lock.acquire(blocking=False):
+            # The model was idle (or there is one core): every core works on this request.
+            try:
+                return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+            finally:
+                if self._spare is not None:
+                    self._session_lock.release()
+        # Busy: run beside it on one core (ONNX Runtime sessions allow concurrent runs).
+        return np.asarray(self._spare.run(None, feeds)[0], dtype=np.float32)
 
     @staticmethod
     def _pad(encodings: Sequence[Encoding]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:

@@ -10,13 +10,14 @@ import difflib
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.document import document_text
+from indexer.document import document_text, summary
 from indexer.fusion import ALL_LEVERS, IntentScores, Levers, Spread, rank_intents, standardise
-from indexer.lexical import LexicalIndex, protocol_tool_text
+from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import Partition, VectorIndex
 
@@ -45,11 +46,15 @@ class IndexedTool:
     catalog_title: str
     catalog_version: str
     catalog_revision: int
-    summary: str
 
     @property
     def id(self) -> str:
         return self.tool.id
+
+    @cached_property
+    def summary(self) -> str:
+        """The description's first sentence (computed for the tools that are shown)."""
+        return summary(self.tool.description)
 
 
 @dataclass(frozen=True)
@@ -72,14 +77,18 @@ class ToolIndex:
         *,
         partition: Partition | None = None,
         keys: Sequence[str] = (),
+        documents: Sequence[str] = (),
     ) -> None:
         """`partition` makes the vector index approximate (IVF); `keys` then name each row's
-        vector (its document hash) so list assignments carry over between snapshots."""
+        vector (its document hash) so list assignments carry over between snapshots.
+        `documents`, when given, are the tools' document texts (`document_text`), in
+        `entries` order: the caller has them already."""
         if len(entries) != len(vectors):
             raise ValueError("one vector per tool is required")
         order = sorted(range(len(entries)), key=lambda row: entries[row].id)
         self._entries = tuple(entries[row] for row in order)
-        self._lexical: dict[str, LexicalIndex] = {}
+        self._documents = [documents[row] for row in order] if documents else None
+        self._lexical: dict[str, LexicalIndex | ArrayBM25] = {}
         self._lexical_lock = threading.Lock()
         # The BM25 document index (Python, holds the GIL) builds beside the vector index
         # (BLAS and FAISS, release it): on two cores a 100k-tool snapshot is ready sooner.
@@ -109,9 +118,11 @@ class ToolIndex:
         self._catalog_starts = np.concatenate(([0], bounds)).astype(np.int64)
         self._catalog_ends = np.concatenate((bounds, [len(self._entries)])).astype(np.int64)
         # Each catalog's centroid: the direction of "what this server is about".
-        centroids = np.zeros((len(catalogs), vectors.shape[1]), dtype=np.float32)
-        sorted_vectors = vectors[order] if len(order) else vectors
-        np.add.at(centroids, self._catalog_codes, sorted_vectors)
+        if len(self._entries):
+            sums = np.add.reduceat(self._vectors.matrix, self._catalog_starts, axis=0)
+            centroids = np.asarray(sums, dtype=np.float32)
+        else:
+            centroids = np.zeros((0, vectors.shape[1]), dtype=np.float32)
         norms = np.linalg.norm(centroids, axis=1, keepdims=True)
         self._centroids = centroids / np.where(norms == 0, 1, norms)
         lexical.join()
@@ -151,12 +162,13 @@ class ToolIndex:
             mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
         return mask
 
-    def lexical(self, text: str = "protocol") -> LexicalIndex:
+    def lexical(self, text: str = "protocol") -> LexicalIndex | ArrayBM25:
         """BM25 over one text of each tool, built on first use.
 
         "protocol": each tool as JSON (catalog title, name, description, input schema), the
-        text of the published LiveMCPBench BM25 baseline. "document": the same document text
-        the dense model embeds (name in words, description, parameters, examples).
+        text of the published LiveMCPBench BM25 baseline, scored by bm25s as published.
+        "document": the same document text the dense model embeds (name in words,
+        description, parameters, examples), scored by the equivalent `ArrayBM25`.
         """
         with self._lexical_lock:
             index = self._lexical.get(text)
@@ -171,9 +183,12 @@ class ToolIndex:
                         )
                         for e in self._entries
                     ]
+                    index = self._lexical[text] = LexicalIndex(texts)
                 else:
-                    texts = [document_text(e.tool, e.catalog_title) for e in self._entries]
-                index = self._lexical[text] = LexicalIndex(texts)
+                    documents, self._documents = self._documents, None
+                    if documents is None:
+                        documents = [document_text(e.tool, e.catalog_title) for e in self._entries]
+                    index = self._lexical[text] = ArrayBM25(documents)
             return index
 
     def _catalog_scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:

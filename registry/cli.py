@@ -71,6 +71,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
 
 async def run_server(config: ServerConfig) -> None:
     from indexer.embedder import load_embedder
+    from indexer.vector_index import one_thread_per_search
     from registry.auth import Authenticator
     from registry.catalog_dir import sync_folder
     from registry.engine import Registry
@@ -85,6 +86,7 @@ async def run_server(config: ServerConfig) -> None:
     except (KeyFileError, OSError) as exc:
         raise CommandError(f"cannot use keys file: {exc}") from exc
     store = Store(config.db)
+    one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder)
     registry = Registry(
         store,

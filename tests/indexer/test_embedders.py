@@ -109,7 +109,7 @@ def test_a_pipeline_the_backend_cannot_reproduce_falls_back_to_sentence_transfor
 
 
 def test_an_unknown_backend_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="onnx, torch"):
+    with pytest.raises(ValueError, match="onnx, onnx-int8, torch"):
         load_embedder(None, "tensorflow")
 
 

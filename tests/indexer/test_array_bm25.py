@@ -1,0 +1,65 @@
+"""The array-built BM25 scores exactly like the bm25s index it replaces for documents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.document import document_text
+from indexer.lexical import ArrayBM25, LexicalIndex
+from registry.catalog_dir import CATALOG_SUFFIXES
+from tests.conftest import CATALOGS
+
+QUERIES = [
+    "open a support ticket for a customer",
+    "email email the invoice",  # a repeated token counts twice, as in bm25s
+    "the and of",  # stopwords only
+    "zebra",  # not in the corpus
+    "",
+    "Pay a supplier's bill, then e-mail the finance team (urgent!)",
+]
+
+
+def _sample_documents() -> list[str]:
+    from indexer.catalog import parse_catalog
+
+    documents = []
+    for path in sorted(CATALOGS.iterdir()):
+        if path.suffix in CATALOG_SUFFIXES:
+            catalog = parse_catalog(path.read_text(), name=path.stem)
+            documents += [document_text(tool, catalog.title) for tool in catalog.tools]
+    return documents
+
+
+def test_scores_equal_bm25s_on_the_sample_catalogs() -> None:
+    documents = _sample_documents()
+    assert len(documents) == 300
+    fast, reference = ArrayBM25(documents), LexicalIndex(documents)
+    for query in QUERIES:
+        np.testing.assert_allclose(fast.scores(query), reference.scores(query), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "documents", [[], [""], ["", "the a"], ["alpha", "", "the", "alpha beta alpha"]]
+)
+def test_empty_and_stopword_documents_score_like_bm25s(documents: list[str]) -> None:
+    fast, reference = ArrayBM25(documents), LexicalIndex(documents)
+    assert len(fast) == len(documents)
+    for query in ("alpha", "beta alpha", "the", ""):
+        np.testing.assert_allclose(fast.scores(query), reference.scores(query), rtol=1e-6)
+
+
+WORDS = st.sampled_from(["alpha", "beta", "gamma", "the", "of", "send", "mail", "x", "Ünïcode"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(WORDS, max_size=12).map(" ".join), min_size=1, max_size=20),
+    st.lists(WORDS, max_size=5).map(" ".join),
+)
+def test_any_corpus_scores_like_bm25s(documents: list[str], query: str) -> None:
+    np.testing.assert_allclose(
+        ArrayBM25(documents).scores(query), LexicalIndex(documents).scores(query), rtol=1e-6
+    )
