@@ -17,6 +17,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from registry.config import APPROXIMATE_FROM
+
 ROOT = Path(__file__).resolve().parent.parent
 SETS = (
     "livemcpbench",
@@ -66,8 +68,8 @@ def main() -> None:
         "Command: `python -m bench.fast_paths` (`make fast-paths`)  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}. Default retriever; each cell is recall@5 "
         "(percent) and, in brackets, its difference from the float32 exact path. IVF is "
-        "forced at every size here (in service it starts at 20,000 tools). int8: ONNX "
-        "Runtime dynamic quantization of the weights, per channel.",
+        f"forced at every size here (in service it starts at {APPROXIMATE_FROM:,} tools). "
+        "int8: ONNX Runtime dynamic quantization of the weights, per channel.",
         "",
         "| set | " + " | ".join(label for label, _, _ in PATHS) + " |",
         "| --- |" + " --- |" * len(PATHS),

@@ -29,6 +29,7 @@ from indexer.embedder import Embedder, load_embedder
 from indexer.fusion import split_intents
 from indexer.search import ToolIndex
 from indexer.vector_index import VectorIndex, one_thread_per_search
+from registry.config import APPROXIMATE_FROM
 from registry.context import PoolTool, catalog_sources, load_pool, with_variants
 from registry.engine import Registry
 from registry.proto import registry_pb2 as pb
@@ -257,8 +258,8 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "(`make bench`)  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}; {platform.machine()}, 2 cores; server: "
         "`capreg serve` (default hybrid retriever, ONNX Runtime embedder; exact vector search "
-        "below 20,000 tools, IVF from there), client in another process on loopback. "
-        "Uncached = distinct queries (new to both caches). Queries: labeled task texts "
+        f"below {APPROXIMATE_FROM:,} tools, IVF from there), client in another process on "
+        "loopback. Uncached = distinct queries (new to both caches). Queries: labeled task texts "
         f"from the shared datasets, cut at 500 characters ({args.queries} of them).",
         "",
         "| tools | index | search p50 / p95 / p99 ms (uncached) | cached p50 / p95 / p99 ms "

@@ -46,6 +46,10 @@ class Levers:
     # Clause vectors pooled from one pass over the whole request (off: each clause is
     # encoded on its own, one more model pass per clause).
     joint_clauses: bool = True
+    # How each retriever's scores are put on one scale before blending: "z" (standardised
+    # over the corpus) or "minmax" (0 at the corpus' worst, 1 at its best; an evaluation
+    # variant that needs every score, so it always takes the exact path).
+    scaling: str = "z"
 
 
 ALL_LEVERS = Levers()
@@ -86,8 +90,15 @@ class Spread:
     std: float
 
     @classmethod
-    def of(cls, scores: NDArray[np.float32]) -> Spread:
-        return cls(float(scores.mean()), float(scores.std())) if len(scores) else cls(0.0, 0.0)
+    def of(cls, scores: NDArray[np.float32], scaling: str = "z") -> Spread:
+        """z: centre the mean and scale by the standard deviation; minmax: map the lowest
+        score to 0 and the highest to 1."""
+        if not len(scores):
+            return cls(0.0, 0.0)
+        if scaling == "minmax":
+            low = float(scores.min())
+            return cls(low, float(scores.max()) - low)
+        return cls(float(scores.mean()), float(scores.std()))
 
     def z(self, scores: NDArray[np.float32]) -> NDArray[np.float32]:
         """`scores` (any subset of the corpus) standardised against the whole corpus."""

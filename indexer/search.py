@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.document import document_text, summary
-from indexer.fusion import ALL_LEVERS, IntentScores, Levers, Spread, rank_intents, standardise
+from indexer.fusion import ALL_LEVERS, IntentScores, Levers, Spread, rank_intents
 from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import Partition, VectorIndex
@@ -30,6 +30,8 @@ _SUGGESTION_POOL = 5_000
 DENSE_CANDIDATES = 100
 LEXICAL_CANDIDATES = 100
 CATALOG_CANDIDATES = 3
+# The catalogs considered for CATALOG_CANDIDATES: those of an intent's best dense rows.
+CATALOG_SEEDS = 20
 
 
 def everything(_required: frozenset[str]) -> bool:
@@ -124,7 +126,14 @@ class ToolIndex:
         else:
             centroids = np.zeros((0, vectors.shape[1]), dtype=np.float32)
         norms = np.linalg.norm(centroids, axis=1, keepdims=True)
-        self._centroids = centroids / np.where(norms == 0, 1, norms)
+        self._centroids = np.ascontiguousarray(centroids / np.where(norms == 0, 1, norms))
+        # Catalog centroids' mean and second moment: the IVF path standardises catalog
+        # scores over every catalog without scoring them all.
+        self._moments: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        if self._vectors.approximate:
+            wide = self._centroids.astype(np.float64)
+            count = max(len(wide), 1)
+            self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
         lexical.join()
 
     def __len__(self) -> int:
@@ -191,21 +200,24 @@ class ToolIndex:
                     index = self._lexical[text] = ArrayBM25(documents)
             return index
 
-    def _catalog_scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Per intent and catalog: its centroid's similarity, standardised over catalogs."""
+    def _catalog_scores(
+        self, queries: NDArray[np.float32], scaling: str = "z"
+    ) -> NDArray[np.float32]:
+        """Per intent and catalog: its centroid's similarity, scaled over catalogs."""
         similarity = (queries @ self._centroids.T).astype(np.float32)
-        return (
-            np.vstack([standardise(row) for row in similarity]) if len(similarity) else similarity
-        )
+        rows = [Spread.of(row, scaling).z(row) for row in similarity]
+        return np.vstack(rows) if rows else similarity
 
     def _candidates(
         self,
         queries: NDArray[np.float32],
         lexical: list[NDArray[np.float32]],
-        catalog: NDArray[np.float32] | None,
+        catalogs: bool,
         eligible: NDArray[np.bool_],
     ) -> NDArray[np.int64]:
-        """Eligible rows worth blending on an IVF index, in row order."""
+        """Eligible rows worth blending on an IVF index, in row order: per intent, the best
+        rows by meaning and by words, and every tool of the catalogs nearest the intent among
+        those its best rows belong to."""
         _, dense_rows = self._vectors.search(queries, DENSE_CANDIDATES, eligible)
         found = [dense_rows[dense_rows >= 0]]
         for scores in lexical:
@@ -214,14 +226,32 @@ class ToolIndex:
                 best = np.argpartition(-scores[positive], LEXICAL_CANDIDATES - 1)
                 positive = positive[best[:LEXICAL_CANDIDATES]]
             found.append(positive)
-        if catalog is not None:
-            for scores in catalog:
-                best = np.argsort(-scores, kind="stable")[:CATALOG_CANDIDATES]
-                for code in best.tolist():
+        if catalogs:
+            for query, ranked in zip(queries, dense_rows, strict=True):
+                seeds = ranked[ranked >= 0][:CATALOG_SEEDS]
+                codes = np.unique(self._catalog_codes[seeds])
+                similarity = self._centroids[codes] @ query
+                for code in codes[np.argsort(-similarity, kind="stable")[:CATALOG_CANDIDATES]]:
                     start, end = self._catalog_starts[code], self._catalog_ends[code]
                     rows = np.arange(start, end, dtype=np.int64)
                     found.append(rows[eligible[start:end]])
         return np.unique(np.concatenate(found)).astype(np.int64)
+
+    def _catalog_scores_at(
+        self, queries: NDArray[np.float32], rows: NDArray[np.int64]
+    ) -> NDArray[np.float32]:
+        """`_catalog_scores` for the given rows only, standardised over every catalog from
+        the centroids' mean vector and second-moment matrix (exact, without scoring them)."""
+        assert self._moments is not None  # kept for IVF snapshots
+        mean_vector, gram = self._moments
+        codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
+        similarity = queries @ self._centroids[codes].T
+        result = np.zeros((len(queries), len(rows)), dtype=np.float32)
+        for i, query in enumerate(queries.astype(np.float64)):
+            mean = float(query @ mean_vector)
+            spread = Spread(mean, float(np.sqrt(max(float(query @ gram @ query) - mean**2, 0.0))))
+            result[i] = spread.z(similarity[i])[inverse]
+        return result
 
     def search_hybrid(
         self,
@@ -246,21 +276,29 @@ class ToolIndex:
             return []
         queries = np.vstack(vectors).astype(np.float32)
         lexical = [self.lexical("document").scores(t) for t in texts] if levers.lexical else []
-        catalog = self._catalog_scores(queries) if levers.catalog else None
-        if self._vectors.approximate:
-            rows = self._candidates(queries, lexical, catalog, eligible)
+        catalog: NDArray[np.float32] | None = None
+        if self._vectors.approximate and levers.scaling == "z":
+            rows = self._candidates(queries, lexical, levers.catalog, eligible)
             dense = self._vectors.scores_at(queries, rows)
             spreads = [Spread(*self._vectors.score_spread(q)) for q in queries]
+            if levers.catalog:
+                catalog = self._catalog_scores_at(queries, rows)
         else:
             rows = np.flatnonzero(eligible)
             everything_scored = self._vectors.scores(queries)
-            spreads = [Spread.of(row) for row in everything_scored]
+            spreads = [Spread.of(row, levers.scaling) for row in everything_scored]
             dense = everything_scored[:, rows]
+            if levers.catalog:
+                catalog = self._catalog_scores(queries, levers.scaling)[
+                    :, self._catalog_codes[rows]
+                ]
         intents = [
             IntentScores(
                 dense=spread.z(dense[i]),
-                lexical=Spread.of(lexical[i]).z(lexical[i][rows]) if lexical else None,
-                catalog=catalog[i][self._catalog_codes[rows]] if catalog is not None else None,
+                lexical=(
+                    Spread.of(lexical[i], levers.scaling).z(lexical[i][rows]) if lexical else None
+                ),
+                catalog=catalog[i] if catalog is not None else None,
             )
             for i, spread in enumerate(spreads)
         ]

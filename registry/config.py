@@ -11,7 +11,7 @@ DEFAULT_DB = Path("capreg.db")
 MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 # From this many tools on, vector search is approximate (IVF) and the hybrid blends
 # candidates only; below it every tool is scored. bench.performance measures both sides.
-APPROXIMATE_FROM = 20_000
+APPROXIMATE_FROM = 5_000
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ ABLATIONS = {
     "hybrid-no-lexical": Levers(lexical=False),
     "hybrid-no-cut": Levers(cut=False),
     "hybrid-clauses-apart": Levers(joint_clauses=False),
+    "hybrid-minmax": Levers(scaling="minmax"),
 }
 RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.
