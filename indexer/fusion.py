@@ -107,6 +107,22 @@ class Spread:
         return ((scores - self.mean) / self.std).astype(np.float32)
 
 
+def spread_from_moments(
+    query: NDArray[np.floating], mean_vector: NDArray[np.float64], gram: NDArray[np.float64]
+) -> Spread:
+    """The Spread of `query`'s inner products with a set of rows, from the rows' mean vector
+    and second-moment matrix (exact, without scoring the rows)."""
+    q = np.asarray(query, dtype=np.float64).ravel()
+    mean = float(q @ mean_vector)
+    second = float(q @ gram @ q)
+    variance = second - mean * mean
+    # Rounding leaves a tiny variance where there is none (one row, or identical rows): the
+    # scores are equal and must standardise to zero, not to amplified noise.
+    if variance <= 1e-9 * max(second, 1e-12):
+        variance = 0.0
+    return Spread(mean, float(np.sqrt(variance)))
+
+
 @dataclass(frozen=True)
 class IntentScores:
     """One intent's scores over the candidate rows, each already standardised over the corpus

@@ -16,7 +16,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.document import document_text, summary
-from indexer.fusion import ALL_LEVERS, IntentScores, Levers, Spread, rank_intents
+from indexer.fusion import (
+    ALL_LEVERS,
+    IntentScores,
+    Levers,
+    Spread,
+    rank_intents,
+    spread_from_moments,
+)
 from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
 from indexer.model import Tool
 from indexer.vector_index import Partition, VectorIndex
@@ -247,9 +254,8 @@ class ToolIndex:
         codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
         similarity = queries @ self._centroids[codes].T
         result = np.zeros((len(queries), len(rows)), dtype=np.float32)
-        for i, query in enumerate(queries.astype(np.float64)):
-            mean = float(query @ mean_vector)
-            spread = Spread(mean, float(np.sqrt(max(float(query @ gram @ query) - mean**2, 0.0))))
+        for i, query in enumerate(queries):
+            spread = spread_from_moments(query, mean_vector, gram)
             result[i] = spread.z(similarity[i])[inverse]
         return result
 
@@ -280,7 +286,7 @@ class ToolIndex:
         if self._vectors.approximate and levers.scaling == "z":
             rows = self._candidates(queries, lexical, levers.catalog, eligible)
             dense = self._vectors.scores_at(queries, rows)
-            spreads = [Spread(*self._vectors.score_spread(q)) for q in queries]
+            spreads = [self._vectors.score_spread(q) for q in queries]
             if levers.catalog:
                 catalog = self._catalog_scores_at(queries, rows)
         else:

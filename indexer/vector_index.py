@@ -20,6 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import ThreadpoolController
 
+from indexer.fusion import Spread, spread_from_moments
+
 # Lists probed per query, as a share of all lists: 1/8 keeps recall@10 against exact search
 # at or above 0.99 on real tool embeddings (bench.performance measures it at 100k).
 PROBE_SHARE = 0.125
@@ -185,21 +187,15 @@ class VectorIndex:
         n = max(len(self._vectors), 1)
         return total / n, gram / n
 
-    def score_spread(self, query: NDArray[np.float32]) -> tuple[float, float]:
+    def score_spread(self, query: NDArray[np.float32]) -> Spread:
         """Mean and standard deviation of `query`'s inner product over every row.
 
-        Exact without scoring every row: the mean is q.mu and the second moment q'Gq, from
-        the corpus' mean vector mu and second-moment matrix G (only kept for IVF indexes;
-        exact ones score every row anyway).
+        Exact without scoring every row: from the corpus' mean vector and second-moment
+        matrix (only kept for IVF indexes; exact ones score every row anyway).
         """
         if self._ivf is None:
-            scores = self.scores(query)[0]
-            return float(scores.mean()), float(scores.std())
-        mean_vector, gram = self._moments
-        q = np.asarray(query, dtype=np.float64).ravel()
-        mean = float(q @ mean_vector)
-        variance = float(q @ gram @ q) - mean * mean
-        return mean, math.sqrt(max(variance, 0.0))
+            return Spread.of(self.scores(query)[0])
+        return spread_from_moments(query, *self._moments)
 
     def scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:
         """Exact inner products, one row per query and one column per vector."""

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.fusion import IntentScores, Spread, rank_intents, split_intents, standardise
+from indexer.fusion import (
+    IntentScores,
+    Spread,
+    rank_intents,
+    split_intents,
+    spread_from_moments,
+    standardise,
+)
 
 
 def test_a_chained_request_splits_into_its_clauses() -> None:
@@ -64,3 +72,21 @@ def test_a_subset_standardised_against_the_corpus_matches_the_corpus_scores(
     )
     expected = standardise(corpus)[rows]
     np.testing.assert_allclose(Spread.of(corpus).z(corpus[rows]), expected, atol=1e-4)
+
+
+def test_a_spread_from_moments_equals_the_scored_one_and_is_zero_for_equal_rows() -> None:
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((300, 16))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    query = rows[0]
+    spread = spread_from_moments(query, rows.mean(axis=0), rows.T @ rows / len(rows))
+    scores = rows @ query
+    assert spread.mean == pytest.approx(scores.mean(), abs=1e-9)
+    assert spread.std == pytest.approx(scores.std(), rel=1e-6)
+    # One row (one catalog): rounding must not leave a tiny spread that turns equal scores
+    # into noise.
+    for row in rows[:50]:
+        single = row[None, :].astype(np.float32).astype(np.float64)
+        flat = spread_from_moments(rows[7], single[0], single.T @ single)
+        assert flat.std == 0.0
+        assert not flat.z(np.asarray([float(single[0] @ rows[7])], dtype=np.float32)).any()

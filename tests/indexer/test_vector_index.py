@@ -92,7 +92,8 @@ def test_the_corpus_spread_comes_from_moments_without_scoring_every_row() -> Non
         vectors, partition=Partition.train(vectors), keys=[str(i) for i in range(4000)]
     )
     query = _corpus(1, seed=5)[0]
-    mean, std = index.score_spread(query)
+    spread = index.score_spread(query)
+    mean, std = spread.mean, spread.std
     scores = vectors @ query
     assert mean == pytest.approx(float(scores.mean()), abs=1e-5)
     assert std == pytest.approx(float(scores.std()), rel=1e-4)

@@ -11,7 +11,7 @@ import pytest
 from registry.engine import Registry
 from registry.scopes import Grants
 from registry.store import Store
-from tests.conftest import CountingEmbedder, copy_db
+from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 
 QUERIES = [
     "open a support ticket for a customer",
@@ -81,3 +81,20 @@ def test_the_partition_is_stored_and_reused_after_a_restart(
     again.load()
     assert again._partition is not None
     np.testing.assert_array_equal(again._partition.centroids, centroids)
+
+
+def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: CountingEmbedder) -> None:
+    # With one catalog its score carries no information: rounding must not turn it into noise.
+    registries = []
+    for name, threshold in (("exact", 10**9), ("ivf", 1)):
+        store = Store(tmp_path / f"{name}.db")
+        registry = Registry(store, embedder, result_cache_size=0, approximate_from=threshold)
+        registry.load()
+        registry.register((CATALOGS / "support.yaml").read_text(), name="support")
+        registries.append(registry)
+    exact, approximate = registries
+    assert approximate.index.vectors.approximate
+    for query in QUERIES:
+        for limit in (0, 5):
+            want = [h.entry.id for h in exact.search(query, limit).hits]
+            assert [h.entry.id for h in approximate.search(query, limit).hits] == want, query
