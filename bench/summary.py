@@ -29,7 +29,7 @@ HEADLINES = [
     ("seal-tools dev (tuning)", "seal-tools-dev", "recall@5", "BM25 R@5 89", None),
 ]
 ABLATION = ["bm25", "dense", "hybrid-no-lexical", "hybrid-no-intents", "hybrid-no-catalog",
-            "hybrid-no-cut", "hybrid-clauses-apart", "default"]  # fmt: skip
+            "hybrid-no-cut", "hybrid-clauses-apart", "hybrid-minmax", "default"]  # fmt: skip
 ABLATION_METRICS = ["precision@1", "recall@5", "ndcg@10", "f1@returned"]
 
 
@@ -78,7 +78,9 @@ def main() -> None:
         "",
         "Command: `make eval && python -m bench.summary`. Each hybrid-no-X row is the default "
         "with one lever off; hybrid-clauses-apart encodes each clause on its own instead of "
-        "pooling it from one pass over the request; dense and bm25 are the single retrievers.",
+        "pooling it from one pass over the request; hybrid-minmax scales each retriever's "
+        "scores to [0, 1] over the corpus instead of standardising them; dense and bm25 are "
+        "the single retrievers.",
         "",
     ]
     for label, stem, *_ in HEADLINES:

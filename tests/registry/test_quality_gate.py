@@ -21,7 +21,7 @@ from registry.store import Store
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
     "seal-tools:dev": {"recall@5": 0.96, "f1@returned": 0.90},
-    "livemcpbench": {"recall@5": 0.41, "f1@returned": 0.23},
+    "livemcpbench": {"recall@5": 0.41, "f1@returned": 0.24},
 }
 SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0}
 
