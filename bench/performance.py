@@ -258,6 +258,70 @@ def main() -> None:
     write_report(rows, args)
 
 
+def target_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The performance issue's targets against this run, each with what bounds it."""
+    by_size = {r["size"]: r for r in rows}
+    lines = [
+        "## Targets (this run)",
+        "",
+        "| target | measured | met | bound by |",
+        "| --- | --- | --- | --- |",
+    ]
+
+    def add(
+        target: str, value: float, ok: bool, bound: str, unit: str = "", digits: int = 2
+    ) -> None:
+        shown = f"{value:,.{digits}f}{unit}"
+        lines.append(f"| {target} | {shown} | {'yes' if ok else 'no'} | {bound} |")
+
+    for size, limit in ((10_000, 8.0), (100_000, 15.0)):
+        if size in by_size:
+            r = by_size[size]
+            p50 = r["uncached"][0]
+            add(f"uncached p50 at {size:,} <= {limit:g} ms", p50, p50 <= limit,
+                f"floor {r['floor_ms']:.1f} ms (encode + search), {r['floor_intents_ms']:.1f} ms "
+                "with clauses", " ms")  # fmt: skip
+    for r in rows:
+        ratio = r["uncached"][0] / r["floor_ms"]
+        add(f"p50 / floor at {r['size']:,} <= 1.3", ratio, ratio <= 1.3,
+            f"ranking after the encode; {r['uncached'][0] / r['floor_intents_ms']:.2f} against "
+            "the floor with clauses")  # fmt: skip
+    if 100_000 in by_size and "ivf_recall_10" in by_size[100_000]:
+        recall = by_size[100_000]["ivf_recall_10"]
+        add("IVF recall@10 at 100,000 >= 0.99", recall, recall >= 0.99, "lists probed", digits=4)
+    worst_cached = max(r["cached"][0] for r in rows)
+    add(
+        "cached p50 <= 1 ms (worst size)",
+        worst_cached,
+        worst_cached <= 1.0,
+        "gRPC round trip",
+        " ms",
+    )
+    least = min(r["cached_32"] for r in rows)
+    add(">= 1,500 cached searches/s, 32 clients", least, least >= 1500, "gRPC and Python")
+    if 10_000 in by_size:
+        r = by_size[10_000]
+        add(">= 150 uncached searches/s, 8 clients, 10k", r["uncached_8"], r["uncached_8"] >= 150,
+            f"one model pass per request (floor {r['floor_ms']:.1f} ms on 2 cores)")  # fmt: skip
+        add(
+            "re-registering 10k unchanged tools <= 3 s",
+            r["warm_s"],
+            r["warm_s"] <= 3,
+            "hashing",
+            " s",
+        )
+    cold = min(r["cold_tools_per_s"] for r in rows)
+    add(
+        ">= 80 tools/s cold registration (slowest size)", cold, cold >= 80, "model passes (float32)"
+    )
+    if 100_000 in by_size:
+        r = by_size[100_000]
+        add("start-up with 100k stored <= 10 s", r["startup_s"], r["startup_s"] <= 10,
+            "parsing and indexing 100k tools", " s")  # fmt: skip
+        add("RSS at 100k <= 1,500 MB", r["rss_mb"], r["rss_mb"] <= 1500, "vectors and tools", " MB")
+    return lines
+
+
 def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     def f(value: float, digits: int = 1) -> str:
         return f"{value:,.{digits}f}"
@@ -315,6 +379,7 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"| {r['size']:,} | {f(r['cold_tools_per_s'])} | {f(r['load_s'])} ({r['embedded']:,}) "
             f"| {f(r['warm_s'], 2)} | {f(r['one_change_s'], 2)} ({r['one_change_embedded']}) |"
         )
+    lines += ["", *target_lines(rows)]
     lines.append("")
     report = "\n".join(lines)
     print(report)
