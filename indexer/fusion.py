@@ -75,13 +75,6 @@ def clause_spans(query: str, clauses: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def standardise(scores: NDArray[np.float32]) -> NDArray[np.float32]:
-    spread = float(scores.std())
-    if spread == 0.0:
-        return np.zeros_like(scores)
-    return ((scores - float(scores.mean())) / spread).astype(np.float32)
-
-
 @dataclass(frozen=True)
 class Spread:
     """Mean and standard deviation of one retriever's scores over the whole corpus."""
