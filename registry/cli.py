@@ -18,9 +18,8 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from indexer.catalog import FORMATS
-from indexer.embedder import BACKENDS
 from registry.config import DEFAULT_DB, DEFAULT_LISTEN, ServerConfig, is_loopback
-from registry.evaluate import EvalError
+from registry.evaluate import EvalError, add_embedder_option
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 
@@ -32,6 +31,16 @@ class CommandError(Exception):
 
 
 # -- serve -------------------------------------------------------------------------------
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tools >= 1")
+    return number
 
 
 def serve_config(args: argparse.Namespace) -> ServerConfig:
@@ -415,19 +424,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
     serve.add_argument(
         "--approximate-from",
-        type=int,
+        type=_at_least_one,
         default=ServerConfig.approximate_from,
         metavar="TOOLS",
         help="use the approximate (IVF) vector index from this many tools on "
         f"(default {ServerConfig.approximate_from})",
     )
-    serve.add_argument(
-        "--embedder",
-        choices=BACKENDS,
-        default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
-        help="model backend: ONNX Runtime (default), its int8 variant, or "
-        "sentence-transformers on torch",
-    )
+    add_embedder_option(serve)
     serve.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
     serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
     serve.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -285,9 +286,28 @@ def write_markdown(reports: Sequence[Report], path: Path, args: argparse.Namespa
     path.write_text("\n".join(lines))
 
 
-def add_parser(commands: Any) -> None:
-    import os
+def _backend(value: str) -> str:
+    # A type, not `choices`: argparse checks a type on the environment default too.
+    if value not in BACKENDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a model backend; use one of {', '.join(BACKENDS)}"
+        )
+    return value
 
+
+def add_embedder_option(parser: argparse.ArgumentParser) -> None:
+    """--embedder (or CAPREG_EMBEDDER), shared by `serve` and `eval`."""
+    parser.add_argument(
+        "--embedder",
+        type=_backend,
+        default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
+        metavar="{" + ",".join(BACKENDS) + "}",
+        help="model backend: ONNX Runtime (default), its int8 variant, or "
+        "sentence-transformers on torch",
+    )
+
+
+def add_parser(commands: Any) -> None:
     parser = commands.add_parser("eval", help="measure search quality against labeled queries")
     parser.add_argument("--dataset", choices=DATASET_NAMES, help="a set in CAPREG_DATASETS")
     parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"), help="folder")
@@ -313,13 +333,7 @@ def add_parser(commands: Any) -> None:
         help="vector index: exact below the size threshold and IVF above (auto), or one of "
         "them at every size (to compare their quality)",
     )
-    parser.add_argument(
-        "--embedder",
-        choices=BACKENDS,
-        default=os.environ.get("CAPREG_EMBEDDER", "onnx"),
-        help="model backend: ONNX Runtime (default), its int8 variant, or "
-        "sentence-transformers on torch",
-    )
+    add_embedder_option(parser)
     parser.add_argument("--plot", help="write recall@k curves to this PNG")
     parser.add_argument("--json", dest="json", help="write the report as JSON to this file")
     parser.add_argument("--markdown", help="write the table, command and date to this file")

@@ -125,3 +125,19 @@ def test_serve_refuses_a_non_loopback_address_without_credentials(tmp_path: Path
     result = _capreg("serve", "--db", str(tmp_path / "x.db"), "--listen", "0.0.0.0:50051")
     assert result.returncode == 1
     assert "refusing to listen on non-loopback address" in result.stderr
+
+
+def test_a_bad_backend_or_index_threshold_is_named_before_anything_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "x.db"
+    monkeypatch.setenv("CAPREG_EMBEDDER", "bogus")
+    for command in ("serve", "eval"):
+        result = _capreg(command, "--db", str(db))
+        assert result.returncode == 2
+        assert "'bogus' is not a model backend; use one of onnx, onnx-int8, torch" in result.stderr
+    monkeypatch.delenv("CAPREG_EMBEDDER")
+    result = _capreg("serve", "--db", str(db), "--approximate-from", "0")
+    assert result.returncode == 2
+    assert "--approximate-from: '0' is not a whole number of tools >= 1" in result.stderr
+    assert not db.exists()
