@@ -4,8 +4,8 @@ The model folder's transformer is exported to ONNX once (with the local torch, n
 download) into a cache folder, then served by ONNX Runtime with the folder's own tokenizer,
 pooling and normalisation. Its vectors equal the sentence-transformers ones to float32
 rounding (a test holds them within 1e-5), so both backends share one model id and one set of
-stored embeddings. What it saves is per-call overhead: a short query encodes in ~3 ms here
-instead of ~11 ms, and the serving process never imports torch.
+stored embeddings. What it saves is per-call overhead around the model (the floor column of
+docs/results/performance.md is its encode time), and the serving process never imports torch.
 """
 
 from __future__ import annotations
