@@ -3,8 +3,10 @@
 A request often asks for several things ("check the ticket, then email the customer"): each
 clause is scored on its own and a tool keeps its best score over the whole request and its
 clauses, so every intent gets its tools near the top. Scores from the two retrievers live on
-different scales; each is standardised over the whole corpus (z-score) before blending, so
-blending only a set of candidates gives each of them the score it would get among all.
+different scales; each is put on a common one before blending: 0 at the corpus mean, 1 at the
+best tool the caller may see ("mean-max"). The mean is the whole corpus' (exact from moments on
+an IVF index) and the best is among the blended candidates, which hold every retriever's best
+rows, so blending only candidates gives each of them the score it would get among all.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from numpy.typing import NDArray
 # Weight of the dense score in the blend (the lexical score gets the rest), tuned on
 # seal-tools dev only.
 DENSE_WEIGHT = 0.5
-# Weight of the tool's catalog as a whole (its centroid's similarity to the request,
-# standardised over catalogs). Tasks often need several tools of one server; with one
+# Weight of the tool's catalog as a whole (its centroid's similarity to the request, scaled
+# over catalogs). Tasks often need several tools of one server; with one
 # catalog this term is zero. Set a priori (seal-tools has one catalog, so it cannot tune it).
 CATALOG_WEIGHT = 0.5
 MAX_CLAUSES = 8
@@ -46,13 +48,21 @@ class Levers:
     # Clause vectors pooled from one pass over the whole request (off: each clause is
     # encoded on its own, one more model pass per clause).
     joint_clauses: bool = True
-    # How each retriever's scores are put on one scale before blending: "z" (standardised
-    # over the corpus) or "minmax" (0 at the corpus' worst, 1 at its best; an evaluation
-    # variant that needs every score, so it always takes the exact path).
-    scaling: str = "z"
+    # Tools and catalogs the request names literally go first (indexer.literal).
+    literal: bool = True
+    # How each retriever's scores are put on one scale before blending (see SCALINGS).
+    scaling: str = "mean-max"
 
 
 ALL_LEVERS = Levers()
+
+# Scalings, each mapping a score s to (s - origin) / width:
+# - mean-max: origin the corpus mean, width up to the best eligible score (the best maps to 1);
+# - z: origin the corpus mean, width the corpus standard deviation;
+# - min-max: origin the corpus' lowest score, width up to the best eligible score. An
+#   evaluation variant: no index knows the lowest score without scoring every row, so it
+#   always takes the exact path. (The lowest score is one outlier's; the mean is everyone's.)
+SCALINGS = ("mean-max", "z", "min-max")
 
 
 def split_intents(query: str) -> list[str]:
@@ -77,34 +87,52 @@ def clause_spans(query: str, clauses: list[str]) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Spread:
-    """Mean and standard deviation of one retriever's scores over the whole corpus."""
+    """One retriever's scores for one intent over the whole corpus: their mean, standard
+    deviation and lowest value (NaN where not known: the IVF path has no exact minimum)."""
 
     mean: float
     std: float
+    low: float = float("nan")
 
     @classmethod
-    def of(cls, scores: NDArray[np.float32], scaling: str = "z") -> Spread:
-        """z: centre the mean and scale by the standard deviation; minmax: map the lowest
-        score to 0 and the highest to 1."""
+    def of(cls, scores: NDArray[np.float32], scaling: str = "mean-max") -> Spread:
+        """The statistics `scaling` needs, from every score (the others stay NaN)."""
         if not len(scores):
-            return cls(0.0, 0.0)
-        if scaling == "minmax":
-            low = float(scores.min())
-            return cls(low, float(scores.max()) - low)
-        return cls(float(scores.mean()), float(scores.std()))
+            return cls(0.0, 0.0, 0.0)
+        nan = float("nan")
+        return cls(
+            float(scores.mean()),
+            float(scores.std()) if scaling == "z" else nan,
+            float(scores.min()) if scaling == "min-max" else nan,
+        )
 
-    def z(self, scores: NDArray[np.float32]) -> NDArray[np.float32]:
-        """`scores` (any subset of the corpus) standardised against the whole corpus."""
-        if self.std <= 0.0:
-            return np.zeros_like(scores)
-        return ((scores - self.mean) / self.std).astype(np.float32)
+    def scaled(self, scores: NDArray[np.float32], scaling: str = "mean-max") -> NDArray[np.float32]:
+        """`scores` on the blend's common scale (see SCALINGS).
+
+        `scores` are the blended candidates' (every eligible row on the exact path; on the
+        IVF path a set holding each retriever's best rows), so their maximum is the best
+        eligible score. A retriever whose scores do not spread (all equal, or none above the
+        origin) gives no evidence: zeros.
+        """
+        if scaling == "z":
+            origin, width = self.mean, self.std
+        else:
+            origin = self.mean if scaling == "mean-max" else self.low
+            width = float(scores.max()) - origin if len(scores) else 0.0
+            # Rounding leaves a tiny width where there is none (one catalog: its score and
+            # the mean of one score, computed two ways): equal scores scale to zero.
+            if width <= 1e-6 * max(1.0, abs(origin)):
+                width = 0.0
+        if not width > 0.0:  # also NaN
+            return np.zeros_like(scores, dtype=np.float32)
+        return ((scores - origin) / width).astype(np.float32)
 
 
 def spread_from_moments(
     query: NDArray[np.floating], mean_vector: NDArray[np.float64], gram: NDArray[np.float64]
 ) -> Spread:
-    """The Spread of `query`'s inner products with a set of rows, from the rows' mean vector
-    and second-moment matrix (exact, without scoring the rows)."""
+    """The mean and standard deviation of `query`'s inner products with a set of rows, from
+    the rows' mean vector and second-moment matrix (exact, without scoring the rows)."""
     q = np.asarray(query, dtype=np.float64).ravel()
     mean = float(q @ mean_vector)
     second = float(q @ gram @ q)
@@ -118,8 +146,8 @@ def spread_from_moments(
 
 @dataclass(frozen=True)
 class IntentScores:
-    """One intent's scores over the candidate rows, each already standardised over the corpus
-    (so scoring a subset gives the same numbers as scoring everything)."""
+    """One intent's scores over the candidate rows, each already on the common scale (so
+    scoring a subset gives the same numbers as scoring everything)."""
 
     dense: NDArray[np.float32]
     lexical: NDArray[np.float32] | None

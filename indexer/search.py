@@ -25,6 +25,7 @@ from indexer.fusion import (
     spread_from_moments,
 )
 from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
+from indexer.literal import NOTHING, Literals, Named
 from indexer.model import Tool
 from indexer.vector_index import Partition, VectorIndex
 
@@ -122,6 +123,9 @@ class ToolIndex:
             dtype=np.int32,
         )
         self._catalogs = catalogs
+        self._literals = Literals(
+            [(e.id, e.tool.name, e.function_name) for e in self._entries], catalogs
+        )
         # Rows are in id order, so each catalog's rows are one contiguous range.
         bounds = np.flatnonzero(np.diff(self._catalog_codes)) + 1
         self._catalog_starts = np.concatenate(([0], bounds)).astype(np.int64)
@@ -134,8 +138,8 @@ class ToolIndex:
             centroids = np.zeros((0, vectors.shape[1]), dtype=np.float32)
         norms = np.linalg.norm(centroids, axis=1, keepdims=True)
         self._centroids = np.ascontiguousarray(centroids / np.where(norms == 0, 1, norms))
-        # Catalog centroids' mean and second moment: the IVF path standardises catalog
-        # scores over every catalog without scoring them all.
+        # Catalog centroids' mean and second moment: the IVF path scales catalog scores
+        # over every catalog without scoring them all.
         self._moments: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         if self._vectors.approximate:
             wide = self._centroids.astype(np.float64)
@@ -207,26 +211,22 @@ class ToolIndex:
                     index = self._lexical[text] = ArrayBM25(documents)
             return index
 
-    def _catalog_scores(
-        self, queries: NDArray[np.float32], scaling: str = "z"
-    ) -> NDArray[np.float32]:
-        """Per intent and catalog: its centroid's similarity, scaled over catalogs."""
-        similarity = (queries @ self._centroids.T).astype(np.float32)
-        rows = [Spread.of(row, scaling).z(row) for row in similarity]
-        return np.vstack(rows) if rows else similarity
-
     def _candidates(
         self,
         queries: NDArray[np.float32],
         lexical: list[NDArray[np.float32]],
         catalogs: bool,
         eligible: NDArray[np.bool_],
+        named: Named,
     ) -> NDArray[np.int64]:
         """Eligible rows worth blending on an IVF index, in row order: per intent, the best
         rows by meaning and by words, and every tool of the catalogs nearest the intent among
-        those its best rows belong to."""
+        those its best rows belong to; and the tools and catalogs the request names."""
         _, dense_rows = self._vectors.search(queries, DENSE_CANDIDATES, eligible)
-        found = [dense_rows[dense_rows >= 0]]
+        found = [dense_rows[dense_rows >= 0], named.rows[eligible[named.rows]]]
+        for code in named.catalogs:
+            start, end = self._catalog_starts[code], self._catalog_ends[code]
+            found.append(np.arange(start, end, dtype=np.int64)[eligible[start:end]])
         for scores in lexical:
             positive = np.flatnonzero(eligible & (scores > 0.0))
             if len(positive) > LEXICAL_CANDIDATES:
@@ -244,20 +244,22 @@ class ToolIndex:
                     found.append(rows[eligible[start:end]])
         return np.unique(np.concatenate(found)).astype(np.int64)
 
-    def _catalog_scores_at(
-        self, queries: NDArray[np.float32], rows: NDArray[np.int64]
+    def _catalog_scores(
+        self, queries: NDArray[np.float32], rows: NDArray[np.int64], scaling: str
     ) -> NDArray[np.float32]:
-        """`_catalog_scores` for the given rows only, standardised over every catalog from
-        the centroids' mean vector and second-moment matrix (exact, without scoring them)."""
-        assert self._moments is not None  # kept for IVF snapshots
-        mean_vector, gram = self._moments
+        """Per intent and row: the similarity of the row's catalog centroid, scaled over every
+        catalog (the best being that of the rows' catalogs). On an IVF snapshot the mean and
+        standard deviation come from the centroids' moments, without scoring every catalog."""
         codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
-        similarity = queries @ self._centroids[codes].T
-        result = np.zeros((len(queries), len(rows)), dtype=np.float32)
-        for i, query in enumerate(queries):
-            spread = spread_from_moments(query, mean_vector, gram)
-            result[i] = spread.z(similarity[i])[inverse]
-        return result
+        if self._moments is not None and scaling != "min-max":
+            similarity = queries @ self._centroids[codes].T
+            spreads = [spread_from_moments(query, *self._moments) for query in queries]
+        else:
+            everything = queries @ self._centroids.T
+            spreads = [Spread.of(row, scaling) for row in everything]
+            similarity = everything[:, codes]
+        scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
+        return np.vstack(scaled)[:, inverse]
 
     def search_hybrid(
         self,
@@ -272,8 +274,9 @@ class ToolIndex:
     ) -> list[Hit]:
         """Dense and BM25 blended per intent; `texts[0]` is the request, the rest its clauses.
 
-        Every score is standardised over the whole corpus, so the exact index (which blends
-        every eligible row) and the IVF index (which blends candidates) give a tool the same
+        Every score is scaled against the whole corpus and the best eligible row (see
+        `fusion.SCALINGS`), so the exact index (which blends every eligible row) and the IVF
+        index (which blends candidates holding each retriever's best rows) give a tool the same
         score. With `confident_only`, only each intent's best tool is kept (at most `limit`):
         the registry's own cut, for callers who did not ask for a number of hits.
         """
@@ -281,45 +284,61 @@ class ToolIndex:
         if limit <= 0 or not eligible.any():
             return []
         queries = np.vstack(vectors).astype(np.float32)
+        named = self._literals.named(texts[0]) if levers.literal else NOTHING
         lexical = [self.lexical("document").scores(t) for t in texts] if levers.lexical else []
-        catalog: NDArray[np.float32] | None = None
-        if self._vectors.approximate and levers.scaling == "z":
-            rows = self._candidates(queries, lexical, levers.catalog, eligible)
+        scaling = levers.scaling
+        if self._vectors.approximate and scaling != "min-max":
+            rows = self._candidates(queries, lexical, levers.catalog, eligible, named)
             dense = self._vectors.scores_at(queries, rows)
             spreads = [self._vectors.score_spread(q) for q in queries]
-            if levers.catalog:
-                catalog = self._catalog_scores_at(queries, rows)
         else:
             rows = np.flatnonzero(eligible)
             everything_scored = self._vectors.scores(queries)
-            spreads = [Spread.of(row, levers.scaling) for row in everything_scored]
+            spreads = [Spread.of(row, scaling) for row in everything_scored]
             dense = everything_scored[:, rows]
-            if levers.catalog:
-                catalog = self._catalog_scores(queries, levers.scaling)[
-                    :, self._catalog_codes[rows]
-                ]
+        catalog = self._catalog_scores(queries, rows, scaling) if levers.catalog else None
         intents = [
             IntentScores(
-                dense=spread.z(dense[i]),
+                dense=spread.scaled(dense[i], scaling),
                 lexical=(
-                    Spread.of(lexical[i], levers.scaling).z(lexical[i][rows]) if lexical else None
+                    Spread.of(lexical[i], scaling).scaled(lexical[i][rows], scaling)
+                    if lexical
+                    else None
                 ),
                 catalog=catalog[i] if catalog is not None else None,
             )
             for i, spread in enumerate(spreads)
         ]
         ranking = rank_intents(intents)
+        front = self._named_first(named, rows, ranking.scores)
         if confident_only:
             picked = np.asarray(ranking.intent_tops, dtype=np.int64)
         else:
             picked = np.arange(len(rows), dtype=np.int64)
         # Candidates are in id order: lexsort by (-score, position) breaks ties by id.
-        order = picked[np.lexsort((picked, -ranking.scores[picked]))][:limit]
+        ranked = picked[np.lexsort((picked, -ranking.scores[picked]))][: limit + len(front)]
+        order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]
         similarity = dense.max(axis=0)
         return [
             Hit(self._entries[int(rows[c])], float(ranking.scores[c]), float(similarity[c]))
             for c in order
         ]
+
+    def _named_first(
+        self, named: Named, rows: NDArray[np.int64], scores: NDArray[np.float32]
+    ) -> list[int]:
+        """Positions in `rows` that go first because the request names them: the tools it
+        names, then the best tool of each catalog it names, each group best first."""
+        if not len(named.rows) and not len(named.catalogs):
+            return []
+        tools = np.flatnonzero(np.isin(rows, named.rows))
+        front: list[int] = tools[np.lexsort((tools, -scores[tools]))].tolist()
+        best: list[int] = []
+        for code in named.catalogs:
+            members = np.flatnonzero(self._catalog_codes[rows] == code)
+            if len(members):
+                best.append(int(members[np.lexsort((members, -scores[members]))[0]]))
+        return front + sorted(best, key=lambda c: (-float(scores[c]), c))
 
     def search_lexical(
         self,

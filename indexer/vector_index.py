@@ -195,7 +195,7 @@ class VectorIndex:
         matrix (only kept for IVF indexes; exact ones score every row anyway).
         """
         if self._ivf is None:
-            return Spread.of(self.scores(query)[0])
+            return Spread.of(self.scores(query)[0], "z")
         return spread_from_moments(query, *self._moments)
 
     def scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -47,8 +47,10 @@ ABLATIONS = {
     "hybrid-no-catalog": Levers(catalog=False),
     "hybrid-no-lexical": Levers(lexical=False),
     "hybrid-no-cut": Levers(cut=False),
+    "hybrid-no-literal": Levers(literal=False),
     "hybrid-clauses-apart": Levers(joint_clauses=False),
-    "hybrid-minmax": Levers(scaling="minmax"),
+    "hybrid-z": Levers(scaling="z"),
+    "hybrid-minmax": Levers(scaling="min-max"),
 }
 RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.

@@ -40,7 +40,7 @@ def test_clauses_are_few_and_never_trivial(query: str) -> None:
 
 
 def _standardised(scores: np.ndarray) -> np.ndarray:
-    return Spread.of(scores).z(scores)
+    return Spread.of(scores, "z").scaled(scores, "z")
 
 
 def test_standardise_centres_and_scales() -> None:
@@ -77,7 +77,31 @@ def test_a_subset_standardised_against_the_corpus_matches_the_corpus_scores(
     expected = (
         (corpus[rows] - corpus.mean()) / corpus.std() if corpus.std() > 0 else corpus[rows] * 0
     )
-    np.testing.assert_allclose(Spread.of(corpus).z(corpus[rows]), expected, atol=1e-4)
+    np.testing.assert_allclose(
+        Spread.of(corpus, "z").scaled(corpus[rows], "z"), expected, atol=1e-4
+    )
+
+
+def test_mean_max_puts_the_corpus_mean_at_zero_and_the_best_candidate_at_one() -> None:
+    corpus = np.asarray([0.1, 0.2, 0.3, 0.6, 0.8], dtype=np.float32)
+    spread = Spread.of(corpus)
+    # The candidates hold the best eligible row (0.6 here: 0.8 is not eligible).
+    scaled = spread.scaled(corpus[[1, 3]])
+    np.testing.assert_allclose(scaled, [(0.2 - 0.4) / 0.2, 1.0], atol=1e-6)
+    # min-max: the corpus' lowest at 0.
+    low = Spread.of(corpus, "min-max").scaled(corpus[[1, 3]], "min-max")
+    np.testing.assert_allclose(low, [0.2, 1.0], atol=1e-6)
+
+
+def test_no_spread_no_evidence() -> None:
+    """Equal scores, or a best no higher than the mean, scale to zeros, never to noise."""
+    flat = np.full(4, 0.3, dtype=np.float32)
+    assert not Spread.of(flat).scaled(flat).any()
+    corpus = np.asarray([0.0, 0.0, 5.0], dtype=np.float32)
+    assert not Spread.of(corpus).scaled(corpus[:2]).any()
+    # One catalog: its score and the mean of one score, computed two ways, differ by rounding.
+    one = Spread(0.123456789, 0.0)
+    assert not one.scaled(np.asarray([0.1234568], dtype=np.float32)).any()
 
 
 def test_a_spread_from_moments_equals_the_scored_one_and_is_zero_for_equal_rows() -> None:
@@ -95,4 +119,6 @@ def test_a_spread_from_moments_equals_the_scored_one_and_is_zero_for_equal_rows(
         single = row[None, :].astype(np.float32).astype(np.float64)
         flat = spread_from_moments(rows[7], single[0], single.T @ single)
         assert flat.std == 0.0
-        assert not flat.z(np.asarray([float(single[0] @ rows[7])], dtype=np.float32)).any()
+        score = np.asarray([float(single[0] @ rows[7])], dtype=np.float32)
+        assert not flat.scaled(score, "z").any()
+        assert not flat.scaled(score).any()

@@ -41,7 +41,9 @@ def both(
         store.close()
 
 
-@pytest.mark.parametrize("retriever", ["default", "dense", "hybrid-no-cut", "hybrid-no-catalog"])
+@pytest.mark.parametrize(
+    "retriever", ["default", "dense", "hybrid-no-cut", "hybrid-no-catalog", "hybrid-z"]
+)
 @pytest.mark.parametrize("limit", [0, 5, 20])
 def test_the_ivf_path_ranks_like_the_exact_path(
     both: tuple[Registry, Registry], retriever: str, limit: int
@@ -66,6 +68,19 @@ def test_the_ivf_path_only_returns_what_the_caller_may_see(
         hits = approximate.search(query, 20, viewer=viewer).hits
         assert hits
         assert all(viewer.allows(h.entry.required_scopes) for h in hits)
+
+
+def test_a_restricted_caller_gets_the_same_scores_on_both_paths(
+    both: tuple[Registry, Registry],
+) -> None:
+    # The scale's best is the best tool the caller may see, on both paths.
+    viewer = Grants.parse(["support:read", "hr:read"])
+    exact, approximate = both
+    for query in QUERIES:
+        want = exact.search(query, 10, viewer=viewer).hits
+        got = approximate.search(query, 10, viewer=viewer).hits
+        assert [h.entry.id for h in got] == [h.entry.id for h in want], query
+        np.testing.assert_allclose([h.score for h in got], [h.score for h in want], atol=1e-3)
 
 
 def test_the_partition_is_stored_and_reused_after_a_restart(
@@ -98,3 +113,47 @@ def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: Countin
         for limit in (0, 5):
             want = [h.entry.id for h in exact.search(query, limit).hits]
             assert [h.entry.id for h in approximate.search(query, limit).hits] == want, query
+
+
+@pytest.mark.parametrize("limit", [0, 5])
+def test_a_tool_named_literally_comes_first_on_both_paths(
+    both: tuple[Registry, Registry], limit: int
+) -> None:
+    # The words ask for something else; the identifier says which tool is meant.
+    query = "reset a user's two-factor authentication with support/escalate_ticket"
+    for registry in both:
+        hits = registry.search(query, limit).hits
+        assert hits[0].entry.id == "support/escalate_ticket"
+        without = registry.search(query, limit, retriever="hybrid-no-literal").hits
+        assert without[0].entry.id != "support/escalate_ticket"
+
+
+def test_a_named_tool_the_caller_may_not_see_stays_invisible(
+    both: tuple[Registry, Registry],
+) -> None:
+    viewer = Grants.parse(["support:read"])
+    for registry in both:
+        hits = registry.search("bill a customer with create_customer_invoice", 5, viewer=viewer)
+        assert all(h.entry.tool.catalog == "support" for h in hits.hits)
+        # The caller who may write invoices gets it first.
+        writer = Grants.parse(["finance:write", "finance:read"])
+        first = registry.search("bill them with create_customer_invoice", 5, viewer=writer)
+        assert first.hits[0].entry.id == "finance/create_customer_invoice"
+
+
+def test_a_catalog_named_literally_puts_its_best_tool_first(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    for name, threshold in (("exact", 10**9), ("ivf", 1)):
+        store = Store(tmp_path / f"{name}.db")
+        registry = Registry(store, embedder, result_cache_size=0, approximate_from=threshold)
+        registry.load()
+        registry.register((CATALOGS / "support.yaml").read_text(), name="support")
+        ledger = (CATALOGS / "finance.yaml").read_text().replace("name: finance", "name: ledger-2")
+        registry.register(ledger, name="ledger-2")
+        query = "open a support ticket for a customer about an invoice"
+        assert registry.search(query, 5).hits[0].entry.tool.catalog == "support"
+        named = registry.search(query + " in ledger-2", 5).hits
+        assert named[0].entry.tool.catalog == "ledger-2", name
+        assert named[1].entry.tool.catalog == "support"
+        store.close()
