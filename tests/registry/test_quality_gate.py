@@ -1,8 +1,11 @@
 """Regression gate: search quality on a fixed subset must not fall below committed floors.
 
 The subset is the first 200 seal-tools dev queries (the tuning split) plus all of
-livemcpbench, through the same in-process search path the server uses, with the registry's
-default retriever. Raise the floors when quality improves; never lower them to pass.
+livemcpbench, stabletoolbench and metatool-multi, through the same in-process search path the
+server uses, with the registry's default retriever. Raise the floors when quality improves;
+never lower them to pass. A floor came down once, on purpose: mean-max scaling, chosen on the
+tuning split, costs livemcpbench R@5 1.2 points (94 queries: 6 gained, 7 lost) while it raises
+stabletoolbench, metatool and metatool-multi by about 3 (docs/results/ablation.md, hybrid-z).
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ from registry.store import Store
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
-    "seal-tools:dev": {"recall@5": 0.96, "f1@returned": 0.90},
-    "livemcpbench": {"recall@5": 0.41, "f1@returned": 0.24},
+    "seal-tools:dev": {"recall@5": 0.97, "f1@returned": 0.92},
+    "livemcpbench": {"recall@5": 0.40, "f1@returned": 0.22},
+    "stabletoolbench": {"recall@5": 0.745, "f1@returned": 0.58},
+    "metatool-multi": {"recall@5": 0.595, "f1@returned": 0.40},
 }
-SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0}
+# How many queries of each set (0: all of them).
+SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0, "stabletoolbench": 0, "metatool-multi": 0}
 
 
 def _report(name: str, model: Embedder, folder: Path) -> Report:
