@@ -45,7 +45,7 @@ lint: $(STAMP)
 
 EVAL_SETS := livemcpbench seal-tools:dev seal-tools:test_in_domain seal-tools:test_out_domain stabletoolbench metatool metatool-multi
 RESULTS := docs/results
-EVAL_RETRIEVERS := --retriever bm25 --retriever dense --retriever hybrid-no-lexical --retriever hybrid-no-intents --retriever hybrid-no-catalog --retriever hybrid-no-cut --retriever hybrid-no-literal --retriever hybrid-clauses-apart --retriever hybrid-z --retriever hybrid-minmax --retriever default
+EVAL_RETRIEVERS := --retriever bm25 --retriever dense --retriever hybrid-no-lexical --retriever hybrid-no-intents --retriever hybrid-no-catalog --retriever hybrid-no-cut --retriever hybrid-no-literal --retriever hybrid-clauses-apart --retriever hybrid-z --retriever hybrid-minmax --retriever hybrid-rrf --retriever default
 
 # Every dataset split with every retriever; tables, JSON and recall curves into docs/results/.
 eval: $(STAMP)

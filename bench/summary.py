@@ -32,7 +32,7 @@ HEADLINES = [
 ]
 ABLATION = ["bm25", "dense", "hybrid-no-lexical", "hybrid-no-intents", "hybrid-no-catalog",
             "hybrid-no-cut", "hybrid-no-literal", "hybrid-clauses-apart", "hybrid-z",
-            "hybrid-minmax", "default"]  # fmt: skip
+            "hybrid-minmax", "hybrid-rrf", "default"]  # fmt: skip
 ABLATION_METRICS = ["precision@1", "recall@5", "ndcg@10", "f1@returned"]
 
 
@@ -90,9 +90,10 @@ def main() -> None:
         "literally are not put first); hybrid-clauses-apart encodes each clause on its own "
         "instead of pooling it from one pass over the request. The default puts each "
         "retriever's scores on one scale with 0 at the corpus mean and 1 at the best tool "
-        "(mean-max); hybrid-z "
-        "standardises them over the corpus instead (the default before), hybrid-minmax maps "
-        "the corpus' lowest score to 0. dense and bm25 are the single retrievers.",
+        "(mean-max); hybrid-z standardises them over the corpus instead (the default "
+        "before), hybrid-minmax maps the corpus' lowest score to 0, and hybrid-rrf blends "
+        "reciprocal ranks, 1 / (60 + rank), instead of scores. dense and bm25 are the single "
+        "retrievers.",
         "",
     ]
     for label, stem in dict.fromkeys((label, stem) for label, stem, *_ in HEADLINES):

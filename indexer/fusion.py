@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,10 +60,15 @@ ALL_LEVERS = Levers()
 # Scalings, each mapping a score s to (s - origin) / width:
 # - mean-max: origin the corpus mean, width up to the best eligible score (the best maps to 1);
 # - z: origin the corpus mean, width the corpus standard deviation;
-# - min-max: origin the corpus' lowest score, width up to the best eligible score. An
-#   evaluation variant: no index knows the lowest score without scoring every row, so it
-#   always takes the exact path. (The lowest score is one outlier's; the mean is everyone's.)
-SCALINGS = ("mean-max", "z", "min-max")
+# - min-max: origin the corpus' lowest score, width up to the best eligible score;
+# - rrf: reciprocal rank fusion's 1 / (RRF_K + rank), the rank among every scored row (a
+#   BM25 score of 0, no shared word, gives 0).
+# min-max and rrf are evaluation variants: no index knows the lowest score or a rank without
+# scoring every row, so they always take the exact path. (The lowest score is one outlier's;
+# the mean is everyone's.)
+SCALINGS = ("mean-max", "z", "min-max", "rrf")
+EXACT_ONLY = frozenset({"min-max", "rrf"})
+RRF_K = 60
 
 
 def split_intents(query: str) -> list[str]:
@@ -126,6 +132,19 @@ class Spread:
         if not width > 0.0:  # also NaN
             return np.zeros_like(scores, dtype=np.float32)
         return ((scores - origin) / width).astype(np.float32)
+
+
+def scale_exact(
+    everything: NDArray[np.float32], at: NDArray[np.signedinteger[Any]], scaling: str
+) -> NDArray[np.float32]:
+    """`everything[at]` on the blend's scale, from every score (`at`: the candidates)."""
+    if scaling == "rrf":
+        order = np.argsort(-everything, kind="stable")
+        ranks = np.empty(len(everything), dtype=np.float64)
+        ranks[order] = np.arange(1, len(everything) + 1)
+        fused = np.where(everything[at] != 0.0, 1.0 / (RRF_K + ranks[at]), 0.0)
+        return fused.astype(np.float32)
+    return Spread.of(everything, scaling).scaled(everything[at], scaling)
 
 
 def spread_from_moments(

@@ -18,10 +18,11 @@ from numpy.typing import NDArray
 from indexer.document import document_text, summary
 from indexer.fusion import (
     ALL_LEVERS,
+    EXACT_ONLY,
     IntentScores,
     Levers,
-    Spread,
     rank_intents,
+    scale_exact,
     spread_from_moments,
 )
 from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
@@ -123,9 +124,6 @@ class ToolIndex:
             dtype=np.int32,
         )
         self._catalogs = catalogs
-        self._literals = Literals(
-            [(e.id, e.tool.name, e.function_name) for e in self._entries], catalogs
-        )
         # Rows are in id order, so each catalog's rows are one contiguous range.
         bounds = np.flatnonzero(np.diff(self._catalog_codes)) + 1
         self._catalog_starts = np.concatenate(([0], bounds)).astype(np.int64)
@@ -146,6 +144,22 @@ class ToolIndex:
             count = max(len(wide), 1)
             self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
         lexical.join()
+        # The names requests may spell out: built after the snapshot is ready (0.3 s at 100k
+        # tools, pure Python), so start-up does not wait; the first search that needs them
+        # waits for the build if it is still running.
+        self._literals: Literals | None = None
+        self._literal_build = threading.Thread(target=self._build_literals, daemon=True)
+        self._literal_build.start()
+
+    def _build_literals(self) -> None:
+        entries = [(e.id, e.tool.name, e.function_name) for e in self._entries]
+        self._literals = Literals(entries, self._catalogs)
+
+    def _named(self, text: str) -> Named:
+        """The tools and catalogs `text` names literally."""
+        self._literal_build.join()
+        assert self._literals is not None  # built by _build_literals
+        return self._literals.named(text)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -251,14 +265,13 @@ class ToolIndex:
         catalog (the best being that of the rows' catalogs). On an IVF snapshot the mean and
         standard deviation come from the centroids' moments, without scoring every catalog."""
         codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
-        if self._moments is not None and scaling != "min-max":
+        if self._moments is not None and scaling not in EXACT_ONLY:
             similarity = queries @ self._centroids[codes].T
             spreads = [spread_from_moments(query, *self._moments) for query in queries]
+            scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
         else:
             everything = queries @ self._centroids.T
-            spreads = [Spread.of(row, scaling) for row in everything]
-            similarity = everything[:, codes]
-        scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
+            scaled = [scale_exact(row, codes, scaling) for row in everything]
         return np.vstack(scaled)[:, inverse]
 
     def search_hybrid(
@@ -284,30 +297,27 @@ class ToolIndex:
         if limit <= 0 or not eligible.any():
             return []
         queries = np.vstack(vectors).astype(np.float32)
-        named = self._literals.named(texts[0]) if levers.literal else NOTHING
+        named = self._named(texts[0]) if levers.literal else NOTHING
         lexical = [self.lexical("document").scores(t) for t in texts] if levers.lexical else []
         scaling = levers.scaling
-        if self._vectors.approximate and scaling != "min-max":
+        if self._vectors.approximate and scaling not in EXACT_ONLY:
             rows = self._candidates(queries, lexical, levers.catalog, eligible, named)
             dense = self._vectors.scores_at(queries, rows)
             spreads = [self._vectors.score_spread(q) for q in queries]
+            dense_scaled = [s.scaled(dense[i], scaling) for i, s in enumerate(spreads)]
         else:
             rows = np.flatnonzero(eligible)
             everything_scored = self._vectors.scores(queries)
-            spreads = [Spread.of(row, scaling) for row in everything_scored]
             dense = everything_scored[:, rows]
+            dense_scaled = [scale_exact(row, rows, scaling) for row in everything_scored]
         catalog = self._catalog_scores(queries, rows, scaling) if levers.catalog else None
         intents = [
             IntentScores(
-                dense=spread.scaled(dense[i], scaling),
-                lexical=(
-                    Spread.of(lexical[i], scaling).scaled(lexical[i][rows], scaling)
-                    if lexical
-                    else None
-                ),
+                dense=dense_scaled[i],
+                lexical=scale_exact(lexical[i], rows, scaling) if lexical else None,
                 catalog=catalog[i] if catalog is not None else None,
             )
-            for i, spread in enumerate(spreads)
+            for i in range(len(queries))
         ]
         ranking = rank_intents(intents)
         front = self._named_first(named, rows, ranking.scores)

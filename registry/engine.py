@@ -51,6 +51,7 @@ ABLATIONS = {
     "hybrid-clauses-apart": Levers(joint_clauses=False),
     "hybrid-z": Levers(scaling="z"),
     "hybrid-minmax": Levers(scaling="min-max"),
+    "hybrid-rrf": Levers(scaling="rrf"),
 }
 RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.

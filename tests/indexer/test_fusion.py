@@ -8,9 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexer.fusion import (
+    RRF_K,
     IntentScores,
     Spread,
     rank_intents,
+    scale_exact,
     split_intents,
     spread_from_moments,
 )
@@ -122,3 +124,21 @@ def test_a_spread_from_moments_equals_the_scored_one_and_is_zero_for_equal_rows(
         score = np.asarray([float(single[0] @ rows[7])], dtype=np.float32)
         assert not flat.scaled(score, "z").any()
         assert not flat.scaled(score).any()
+
+
+def test_reciprocal_rank_fusion_scores_by_rank_among_every_row() -> None:
+    everything = np.asarray([0.2, 0.9, 0.0, 0.5], dtype=np.float32)
+    at = np.asarray([0, 1, 2], dtype=np.int64)
+    fused = scale_exact(everything, at, "rrf")
+    # Ranks 3 and 1 among all four rows; a zero score (no shared word) gives nothing.
+    np.testing.assert_allclose(fused, [1 / (RRF_K + 3), 1 / (RRF_K + 1), 0.0], rtol=1e-6)
+
+
+def test_exact_scaling_matches_the_spread_for_the_other_scalings() -> None:
+    everything = np.asarray([0.1, 0.4, 0.3, 0.8], dtype=np.float32)
+    at = np.asarray([1, 2], dtype=np.int64)
+    for scaling in ("mean-max", "z", "min-max"):
+        np.testing.assert_allclose(
+            scale_exact(everything, at, scaling),
+            Spread.of(everything, scaling).scaled(everything[at], scaling),
+        )
