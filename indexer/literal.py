@@ -63,23 +63,37 @@ class Literals:
         tools: Sequence[tuple[str, str, str]],
         catalog_codes: dict[str, int],
     ) -> None:
-        """`tools`: (id, name, function name) per row; `catalog_codes`: name -> code."""
-        self._tools: dict[str, list[int]] = {}
+        """`tools`: (id, name, function name) per row; `catalog_codes`: name -> code.
+
+        Every name is filed lowercased, without checking its shape (a snapshot of 100k tools
+        builds this in a fraction of a second); whether a name counts is decided for the few
+        a request's words hit."""
+        self._names = [name for _, name, _ in tools]
+        self._exact: dict[str, int] = {}
+        self._by_name: dict[str, list[int]] = {}
         for row, (tool_id, name, function) in enumerate(tools):
-            keys = {tool_id.lower(), function.lower(), lookup_key(name)}
-            for key in keys - {None}:
-                self._tools.setdefault(str(key), []).append(row)
-        self._catalogs: dict[str, int] = {}
-        for catalog, code in catalog_codes.items():
-            key = lookup_key(catalog)
-            if key is not None:
-                self._catalogs[key] = code
+            self._exact[tool_id.lower()] = row
+            self._exact[function.lower()] = row
+            self._by_name.setdefault(name.lower(), []).append(row)
+        self._catalogs = {name.lower(): (name, code) for name, code in catalog_codes.items()}
 
     def named(self, text: str) -> Named:
         """What `text` names literally (empty arrays when nothing)."""
         words = tokens(text)
-        rows = sorted({row for word in words for row in self._tools.get(word, ())})
-        codes = sorted({self._catalogs[word] for word in words if word in self._catalogs})
+        rows: set[int] = set()
+        codes: set[int] = set()
+        for word in words:
+            row = self._exact.get(word)
+            if row is not None:
+                rows.add(row)
+            for row in self._by_name.get(word, ()):
+                if lookup_key(self._names[row]) in words:
+                    rows.add(row)
+            catalog = self._catalogs.get(word)
+            if catalog is not None and lookup_key(catalog[0]) in words:
+                codes.add(catalog[1])
         if not rows and not codes:
             return NOTHING
-        return Named(np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int32))
+        return Named(
+            np.asarray(sorted(rows), dtype=np.int64), np.asarray(sorted(codes), dtype=np.int32)
+        )
