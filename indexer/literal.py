@@ -35,13 +35,8 @@ def lookup_key(name: str) -> str | None:
 
 
 def tokens(text: str) -> set[str]:
-    """The request's identifier-shaped words, as written and lowercased."""
-    found: set[str] = set()
-    for match in _TOKEN.finditer(text):
-        token = match.group().rstrip("_-./:")
-        if token:
-            found.update((token, token.lower()))
-    return found
+    """The request's identifier-shaped words, as written."""
+    return {t for t in (m.group().rstrip("_-./:") for m in _TOKEN.finditer(text)) if t}
 
 
 @dataclass(frozen=True)
@@ -79,10 +74,12 @@ class Literals:
 
     def named(self, text: str) -> Named:
         """What `text` names literally (empty arrays when nothing)."""
-        words = tokens(text)
+        written = tokens(text)
+        lowered = {word.lower() for word in written}
+        words = written | lowered  # what a name's lookup key may equal
         rows: set[int] = set()
         codes: set[int] = set()
-        for word in words:
+        for word in lowered:  # every key is lowercase
             row = self._exact.get(word)
             if row is not None:
                 rows.add(row)
