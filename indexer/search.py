@@ -144,9 +144,9 @@ class ToolIndex:
             count = max(len(wide), 1)
             self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
         lexical.join()
-        # The names requests may spell out: built after the snapshot is ready (0.3 s at 100k
-        # tools, pure Python), so start-up does not wait; the first search that needs them
-        # waits for the build if it is still running.
+        # The names requests may spell out: built after the snapshot is ready (pure Python,
+        # about 0.1 s at 100k tools), so start-up does not wait; the first search that needs
+        # them waits for the build if it is still running.
         self._literals: Literals | None = None
         self._literal_build = threading.Thread(target=self._build_literals, daemon=True)
         self._literal_build.start()
