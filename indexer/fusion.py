@@ -148,12 +148,18 @@ def scale_exact(
 
 
 def spread_from_moments(
-    query: NDArray[np.floating], mean_vector: NDArray[np.float64], gram: NDArray[np.float64]
+    query: NDArray[np.floating],
+    mean_vector: NDArray[np.float64],
+    gram: NDArray[np.float64],
+    scaling: str = "z",
 ) -> Spread:
     """The mean and standard deviation of `query`'s inner products with a set of rows, from
-    the rows' mean vector and second-moment matrix (exact, without scoring the rows)."""
+    the rows' mean vector and second-moment matrix (exact, without scoring the rows). Only
+    "z" needs the standard deviation; other scalings skip the d x d product (NaN)."""
     q = np.asarray(query, dtype=np.float64).ravel()
     mean = float(q @ mean_vector)
+    if scaling != "z":
+        return Spread(mean, float("nan"))
     second = float(q @ gram @ q)
     variance = second - mean * mean
     # Rounding leaves a tiny variance where there is none (one row, or identical rows): the

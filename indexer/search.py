@@ -267,7 +267,7 @@ class ToolIndex:
         codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
         if self._moments is not None and scaling not in EXACT_ONLY:
             similarity = queries @ self._centroids[codes].T
-            spreads = [spread_from_moments(query, *self._moments) for query in queries]
+            spreads = [spread_from_moments(q, *self._moments, scaling) for q in queries]
             scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
         else:
             everything = queries @ self._centroids.T
@@ -303,7 +303,7 @@ class ToolIndex:
         if self._vectors.approximate and scaling not in EXACT_ONLY:
             rows = self._candidates(queries, lexical, levers.catalog, eligible, named)
             dense = self._vectors.scores_at(queries, rows)
-            spreads = [self._vectors.score_spread(q) for q in queries]
+            spreads = [self._vectors.score_spread(q, scaling) for q in queries]
             dense_scaled = [s.scaled(dense[i], scaling) for i, s in enumerate(spreads)]
         else:
             rows = np.flatnonzero(eligible)

@@ -188,15 +188,16 @@ class VectorIndex:
         n = max(len(self._vectors), 1)
         return total / n, gram / n
 
-    def score_spread(self, query: NDArray[np.float32]) -> Spread:
-        """Mean and standard deviation of `query`'s inner product over every row.
+    def score_spread(self, query: NDArray[np.float32], scaling: str = "z") -> Spread:
+        """Mean and standard deviation (when `scaling` needs it) of `query`'s inner product
+        over every row.
 
         Exact without scoring every row: from the corpus' mean vector and second-moment
         matrix (only kept for IVF indexes; exact ones score every row anyway).
         """
         if self._ivf is None:
-            return Spread.of(self.scores(query)[0], "z")
-        return spread_from_moments(query, *self._moments)
+            return Spread.of(self.scores(query)[0], scaling)
+        return spread_from_moments(query, *self._moments, scaling)
 
     def scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:
         """Exact inner products, one row per query and one column per vector."""

@@ -142,3 +142,12 @@ def test_exact_scaling_matches_the_spread_for_the_other_scalings() -> None:
             scale_exact(everything, at, scaling),
             Spread.of(everything, scaling).scaled(everything[at], scaling),
         )
+
+
+def test_a_spread_from_moments_skips_the_deviation_when_the_scaling_needs_none() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((50, 8))
+    query = rows[0]
+    spread = spread_from_moments(query, rows.mean(axis=0), rows.T @ rows / len(rows), "mean-max")
+    assert spread.mean == pytest.approx((rows @ query).mean(), abs=1e-9)
+    assert np.isnan(spread.std)
