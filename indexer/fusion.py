@@ -54,8 +54,11 @@ class Levers:
     # How each retriever's scores are put on one scale before blending (see SCALINGS).
     scaling: str = "mean-max"
 
+    def __post_init__(self) -> None:
+        # An unknown scaling would otherwise scale every score to zero, silently.
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling {self.scaling!r}: expected one of {', '.join(SCALINGS)}")
 
-ALL_LEVERS = Levers()
 
 # Scalings, each mapping a score s to (s - origin) / width:
 # - mean-max: origin the corpus mean, width up to the best eligible score (the best maps to 1);
@@ -69,6 +72,9 @@ ALL_LEVERS = Levers()
 SCALINGS = ("mean-max", "z", "min-max", "rrf")
 EXACT_ONLY = frozenset({"min-max", "rrf"})
 RRF_K = 60
+
+
+ALL_LEVERS = Levers()
 
 
 def split_intents(query: str) -> list[str]:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from indexer.fusion import (
     RRF_K,
     IntentScores,
+    Levers,
     Spread,
     rank_intents,
     scale_exact,
@@ -151,3 +152,8 @@ def test_a_spread_from_moments_skips_the_deviation_when_the_scaling_needs_none()
     spread = spread_from_moments(query, rows.mean(axis=0), rows.T @ rows / len(rows), "mean-max")
     assert spread.mean == pytest.approx((rows @ query).mean(), abs=1e-9)
     assert np.isnan(spread.std)
+
+
+def test_an_unknown_scaling_is_refused() -> None:
+    with pytest.raises(ValueError, match="'minmax'"):
+        Levers(scaling="minmax")
