@@ -82,8 +82,10 @@ class SearchHit(_message.Message):
     summary: _builtins.str
     """First sentence of the description, at most 200 characters, one line."""
     score: _builtins.float
-    """Relevance: semantic and lexical evidence blended, each standardised over the catalog
-    (about 0 for an average tool; higher is better). Hits are ordered by it.
+    """Relevance: semantic, lexical and catalog evidence blended, each scaled from 0 (the
+    average tool in the registry) to 1 (the best tool the caller may see); higher is better.
+    Hits are ordered by it, except that tools and catalogs the request names literally
+    ("support/create_ticket", "use context7") come first.
     """
     similarity: _builtins.float
     """Cosine similarity of the request (or its best-matching clause) and the tool's document,
@@ -130,7 +132,7 @@ class SearchResponse(_message.Message):
     """True when the response was served from the result cache."""
     @_builtins.property
     def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
-        """Best first; equal scores ordered by id."""
+        """Best first (named tools first, see SearchHit.score); equal scores ordered by id."""
 
     def __init__(
         self,
