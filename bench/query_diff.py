@@ -27,7 +27,9 @@ def per_query(dataset: str, retrievers: list[str], folder: Path) -> dict[str, li
     command = [sys.executable, "-m", "registry.cli", "eval", "--dataset", dataset,
                "--per-query", "--json", str(out)]  # fmt: skip
     command += [arg for retriever in retrievers for arg in ("--retriever", retriever)]
-    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+    if result.returncode:  # capreg eval has named the problem on stderr
+        sys.exit(f"query_diff: capreg eval failed (exit {result.returncode})")
     return {item["retriever"]: item["per_query"] for item in json.loads(out.read_text())}
 
 
