@@ -24,13 +24,13 @@ from typing import Any
 import grpc
 import numpy as np
 
+from bench.context_tokens import PoolTool, catalog_sources, load_pool, with_variants
 from bench.server_process import serving_process
-from indexer.embedder import Embedder, SpanEmbedder, load_embedder
-from indexer.fusion import clause_spans, split_intents
-from indexer.search import ToolIndex
-from indexer.vector_index import VectorIndex, one_thread_per_search
+from indexer.embedding import Embedder, SpanEmbedder, load_embedder
+from indexer.retrieval.fusion import clause_spans, split_intents
+from indexer.retrieval.snapshot import ToolIndex
+from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import APPROXIMATE_FROM
-from registry.context import PoolTool, catalog_sources, load_pool, with_variants
 from registry.engine import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
@@ -130,7 +130,7 @@ def build(registry: Registry, tools: list[PoolTool], size: int) -> dict[str, Any
 
 def cold_rate(embedder: Embedder, tools: list[PoolTool], n: int = 256) -> float:
     """Tools embedded per second from text never seen before (the cold registration rate)."""
-    from indexer.document import document_text
+    from indexer.retrieval.document import document_text
 
     texts = [document_text(t.tool, t.title) + f" #{time.time_ns()}" for t in tools[:n]]
     started = time.perf_counter()

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from indexer.metrics import recall_at_k
+from indexer.evaluation.metrics import recall_at_k
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from indexer.catalog import CatalogError, detect_format
+from indexer.formats import CatalogError, detect_format
 from registry.engine import RegisterOutcome, Registry
 
 logger = logging.getLogger(__name__)

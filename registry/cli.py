@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 from google.protobuf.json_format import MessageToDict
 
-from indexer.catalog import FORMATS
+from indexer.formats import FORMATS
 from registry.config import DEFAULT_DB, DEFAULT_LISTEN, ServerConfig, is_loopback
 from registry.evaluate import EvalError, add_embedder_option
 from registry.proto import registry_pb2 as pb
@@ -79,8 +79,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
 
 
 async def run_server(config: ServerConfig) -> None:
-    from indexer.embedder import load_embedder
-    from indexer.vector_index import one_thread_per_search
+    from indexer.embedding import load_embedder
+    from indexer.retrieval.vector_index import one_thread_per_search
     from registry.auth import Authenticator
     from registry.catalog_dir import sync_folder
     from registry.engine import Registry
@@ -347,7 +347,7 @@ def _pairs(items: Sequence[str] | None, separator: str, option: str) -> dict[str
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from indexer.lint import lint_catalog
+    from indexer.formats.lint import lint_catalog
     from registry.catalog_dir import request_name
 
     errors = warnings = 0
@@ -504,10 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--strict", action="store_true", help="exit non-zero on warnings too")
     lint.set_defaults(handler=cmd_lint)
 
-    from registry import context, evaluate
+    from registry import evaluate
 
     evaluate.add_parser(commands)
-    context.add_parser(commands)
     from mcp_bridge.cli import add_parser as add_bridge_parser
 
     add_bridge_parser(commands)

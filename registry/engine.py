@@ -20,14 +20,15 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.catalog import CatalogError, parse_catalog
-from indexer.document import document_hash, document_text
-from indexer.embedder import Embedder, SpanEmbedder
-from indexer.fusion import ALL_LEVERS, Levers, clause_spans, split_intents
+from indexer.embedding import Embedder, SpanEmbedder
+from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
-from indexer.search import Hit, IndexedTool, ToolIndex
-from indexer.vector_index import Partition
+from indexer.retrieval.document import document_hash, document_text
+from indexer.retrieval.fusion import ALL_LEVERS, Levers, clause_spans, split_intents
+from indexer.retrieval.scaling import Scaling
+from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex
+from indexer.retrieval.vector_index import Partition
 from registry.cache import SearchCacheKey, TTLCache, normalise_query
 from registry.config import APPROXIMATE_FROM
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
@@ -49,9 +50,9 @@ ABLATIONS = {
     "hybrid-no-cut": Levers(cut=False),
     "hybrid-no-literal": Levers(literal=False),
     "hybrid-clauses-apart": Levers(joint_clauses=False),
-    "hybrid-z": Levers(scaling="z"),
-    "hybrid-minmax": Levers(scaling="min-max"),
-    "hybrid-rrf": Levers(scaling="rrf"),
+    "hybrid-z": Levers(scaling=Scaling.Z),
+    "hybrid-minmax": Levers(scaling=Scaling.MIN_MAX),
+    "hybrid-rrf": Levers(scaling=Scaling.RRF),
 }
 RETRIEVERS = ("default", "dense", "bm25", *ABLATIONS)
 # What a caller without restrictions (local development mode, internal tools) sees.

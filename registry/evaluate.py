@@ -12,10 +12,18 @@ from typing import Any
 
 import grpc
 
-from indexer.datasets import DATASET_NAMES, CatalogSource, LabeledQuery, load_dataset
-from indexer.embedder import BACKENDS
-from indexer.evaluation import Answer, Report, Searcher, format_table, plot_recall, run, write_json
-from indexer.metrics import KS
+from indexer.embedding import BACKENDS
+from indexer.evaluation.datasets import DATASET_NAMES, CatalogSource, LabeledQuery, load_dataset
+from indexer.evaluation.metrics import KS
+from indexer.evaluation.report import (
+    Answer,
+    Report,
+    Searcher,
+    format_table,
+    plot_recall,
+    run,
+    write_json,
+)
 from registry.catalog_dir import CATALOG_SUFFIXES, request_name
 from registry.config import APPROXIMATE_FROM
 from registry.engine import DEFAULT_LIMIT, RETRIEVERS, Registry
@@ -206,8 +214,8 @@ def _evaluate_in_process(
     ks: tuple[int, ...],
     progress: bool,
 ) -> list[Report]:
-    from indexer.embedder import load_embedder
-    from indexer.vector_index import one_thread_per_search
+    from indexer.embedding import load_embedder
+    from indexer.retrieval.vector_index import one_thread_per_search
 
     one_thread_per_search()
     family = name.split(":")[0]

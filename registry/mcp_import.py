@@ -24,7 +24,7 @@ from mcp.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
-from indexer.catalog import (
+from indexer.formats.rules import (
     MAX_CATALOG_DESCRIPTION,
     MAX_TITLE,
     MAX_VERSION,

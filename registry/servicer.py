@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from indexer.search import IndexedTool
+from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
 from registry.engine import Registry, SearchOutcome
 from registry.proto import registry_pb2 as pb

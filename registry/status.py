@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from indexer.catalog import CatalogError
+from indexer.formats import CatalogError
 from registry.errors import (
     CatalogNotFound,
     InvalidRequest,

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.catalog import CatalogError
+from indexer.formats import CatalogError
 from registry.catalog_dir import catalog_files, request_name
 from registry.engine import RegisterOutcome, Registry
 from registry.errors import CatalogNotFound

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from indexer.embedder import Embedder, SpanEmbedder, load_embedder
+from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig

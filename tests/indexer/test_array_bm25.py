@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.document import document_text
-from indexer.lexical import ArrayBM25, LexicalIndex
+from indexer.retrieval.document import document_text
+from indexer.retrieval.lexical import ArrayBM25, LexicalIndex
 from registry.catalog_dir import CATALOG_SUFFIXES
 from tests.conftest import CATALOGS
 
@@ -23,7 +23,7 @@ QUERIES = [
 
 
 def _sample_documents() -> list[str]:
-    from indexer.catalog import parse_catalog
+    from indexer.formats import parse_catalog
 
     documents = []
     for path in sorted(CATALOGS.iterdir()):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indexer.catalog import CatalogError, parse_catalog
+from indexer.formats import CatalogError, parse_catalog
 from registry.catalog_dir import catalog_files, request_name
 from tests.conftest import CATALOGS, DATA
 

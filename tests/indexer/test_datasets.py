@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from indexer.datasets import (
+from indexer.evaluation.datasets import (
     CATALOG_NAME_RE,
     DATASET_NAMES,
     Dataset,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.document import document_text, split_identifier, summary
 from indexer.model import Tool
+from indexer.retrieval.document import document_text, split_identifier, summary
 
 
 def test_identifiers_are_split_into_words() -> None:

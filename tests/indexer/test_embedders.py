@@ -9,15 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedder import (
-    Embedder,
-    SentenceTransformerEmbedder,
-    SpanEmbedder,
-    default_model_path,
-    load_embedder,
-)
-from indexer.fusion import clause_spans, split_intents
-from indexer.onnx_embedder import OnnxEmbedder, UnsupportedModel, read_pipeline
+from indexer.embedding import Embedder, EmbedderBackend, SpanEmbedder, load_embedder
+from indexer.embedding.model_files import default_model_path
+from indexer.embedding.onnx import OnnxEmbedder, UnsupportedModel, read_pipeline
+from indexer.embedding.torch import SentenceTransformerEmbedder
+from indexer.retrieval.fusion import clause_spans, split_intents
 
 TEXTS = [
     "send an email with an attachment",
@@ -103,14 +99,14 @@ def test_a_pipeline_the_backend_cannot_reproduce_falls_back_to_sentence_transfor
     pooling.write_text(json.dumps(config))
     with pytest.raises(UnsupportedModel, match="pooling"):
         read_pipeline(folder)
-    embedder = load_embedder(folder, "onnx")
+    embedder = load_embedder(folder, EmbedderBackend.ONNX)
     assert isinstance(embedder, SentenceTransformerEmbedder)
     assert embedder.encode(["max pooling works"]).shape == (1, 384)
 
 
 def test_an_unknown_backend_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="onnx, onnx-int8, torch"):
-        load_embedder(None, "tensorflow")
+        load_embedder(None, "tensorflow")  # type: ignore[arg-type]  # the refusal under test
 
 
 def test_the_export_is_cached_and_reused(tmp_path: Path) -> None:
@@ -153,7 +149,7 @@ def test_a_span_outside_the_model_window_is_reported_missing(model: Embedder) ->
 
 
 def test_the_int8_variant_is_its_own_model_close_to_float32(model: Embedder) -> None:
-    quantized = load_embedder(None, "onnx-int8")
+    quantized = load_embedder(None, EmbedderBackend.ONNX_INT8)
     assert quantized.model_id == f"{model.model_id}+int8"
     similarity = (quantized.encode(TEXTS[:4]) * model.encode(TEXTS[:4])).sum(axis=1)
     assert similarity.min() > 0.97

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from indexer.catalog import CatalogError, detect_format, parse_catalog
+from indexer.formats import CatalogError, detect_format, parse_catalog
 from registry.catalog_dir import request_name
 from tests.conftest import DATA
 

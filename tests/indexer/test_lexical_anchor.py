@@ -9,9 +9,9 @@ from functools import cache
 
 import pytest
 
-from indexer.datasets import LabeledQuery, load_dataset
-from indexer.lexical import LexicalIndex, protocol_tool_text
-from indexer.metrics import evaluate
+from indexer.evaluation.datasets import LabeledQuery, load_dataset
+from indexer.evaluation.metrics import evaluate
+from indexer.retrieval.lexical import LexicalIndex, protocol_tool_text
 
 ANCHOR_KEYS = ("precision@1", "recall@5", "ndcg@10", "recall@10")
 # Datasets README: BM25 on livemcpbench, as percentages with two decimals.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from indexer.lint import Finding, lint_catalog
+from indexer.formats.lint import Finding, lint_catalog
 from registry.catalog_dir import catalog_files, request_name
 from tests.conftest import CATALOGS, DATA
 

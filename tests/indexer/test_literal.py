@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.literal import Literals, lookup_key, tokens
+from indexer.retrieval.literal import Literals, lookup_key, tokens
 
 TOOLS = [
     ("support/create_ticket", "create_ticket", "support__create_ticket"),

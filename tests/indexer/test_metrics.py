@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.metrics import (
+from indexer.evaluation.metrics import (
     KS,
     JudgedQuery,
     evaluate,

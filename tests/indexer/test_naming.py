@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.catalog import CATALOG_NAME, check_catalog_name
+from indexer.formats.rules import CATALOG_NAME, check_catalog_name
 from indexer.naming import FUNCTION_NAME, function_name
 
 catalog_names = st.from_regex(CATALOG_NAME, fullmatch=True).filter(

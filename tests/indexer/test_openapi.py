@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.catalog import CatalogError, detect_format, parse_catalog
+from indexer.formats import CatalogError, detect_format, parse_catalog
 from indexer.model import Catalog, Tool
 from tests.conftest import DATA
 

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexer.vector_index import Partition, VectorIndex, list_count
+from indexer.retrieval.scaling import Scaling
+from indexer.retrieval.vector_index import Partition, VectorIndex, list_count
 
 
 def _corpus(n: int, seed: int = 3) -> np.ndarray:
@@ -92,7 +93,7 @@ def test_the_corpus_spread_comes_from_moments_without_scoring_every_row() -> Non
         vectors, partition=Partition.train(vectors), keys=[str(i) for i in range(4000)]
     )
     query = _corpus(1, seed=5)[0]
-    spread = index.score_spread(query)
+    spread = index.score_spread(query, Scaling.Z)
     mean, std = spread.mean, spread.std
     scores = vectors @ query
     assert mean == pytest.approx(float(scores.mean()), abs=1e-5)

@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.datasets import LabeledQuery
-from indexer.model import Tool
-from indexer.tokens import count_tokens
-from registry.cli import main
-from registry.context import (
+from bench.context_tokens import (
     PoolTool,
     bridge_tools_tokens,
     catalog_sources,
@@ -20,6 +16,10 @@ from registry.context import (
     static_tokens,
     with_variants,
 )
+from indexer.evaluation.datasets import LabeledQuery
+from indexer.evaluation.tokens import count_tokens
+from indexer.model import Tool
+from registry.cli import main
 from registry.engine import Registry
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indexer.catalog import CatalogError
+from indexer.formats import CatalogError
 from indexer.model import Catalog
 from indexer.naming import FUNCTION_NAME
 from registry import engine

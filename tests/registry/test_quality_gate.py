@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer.datasets import load_dataset
-from indexer.embedder import Embedder
-from indexer.evaluation import Report, run
+from indexer.embedding import Embedder
+from indexer.evaluation.datasets import load_dataset
+from indexer.evaluation.report import Report, run
 from registry.engine import Registry
 from registry.evaluate import in_process_searcher, load_catalogs
 from registry.store import Store

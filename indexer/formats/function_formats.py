@@ -4,14 +4,14 @@ OpenAI: `[{"type": "function", "function": {name, description, parameters}}]`, t
 function form `[{name, description, parameters}]` (the legacy `functions` list) and the
 Responses API form `[{"type": "function", name, description, parameters}]`. Anthropic:
 `[{name, description, input_schema}]`. Either may be wrapped as `{"tools": [...]}` (as in a
-request body). Only shapes are mapped here; `indexer.catalog` validates the result.
+request body). Only shapes are mapped here; `indexer.formats` validates the result.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from indexer.catalog import NATIVE_VERSION, Converted
+from indexer.formats.rules import NATIVE_VERSION, Converted
 
 # OpenAI lets a function without arguments omit `parameters`.
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}

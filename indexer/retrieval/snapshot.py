@@ -15,20 +15,13 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.document import document_text, summary
-from indexer.fusion import (
-    ALL_LEVERS,
-    EXACT_ONLY,
-    IntentScores,
-    Levers,
-    rank_intents,
-    scale_exact,
-    spread_from_moments,
-)
-from indexer.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
-from indexer.literal import NOTHING, Literals, Named
 from indexer.model import Tool
-from indexer.vector_index import Partition, VectorIndex
+from indexer.retrieval.document import document_text, summary
+from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, rank_intents
+from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
+from indexer.retrieval.literal import NOTHING, Literals, Named
+from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
+from indexer.retrieval.vector_index import Partition, VectorIndex
 
 # Decides whether a caller may see a tool, given the tool's required scopes.
 Visibility = Callable[[frozenset[str]], bool]
@@ -259,7 +252,7 @@ class ToolIndex:
         return np.unique(np.concatenate(found)).astype(np.int64)
 
     def _catalog_scores(
-        self, queries: NDArray[np.float32], rows: NDArray[np.int64], scaling: str
+        self, queries: NDArray[np.float32], rows: NDArray[np.int64], scaling: Scaling
     ) -> NDArray[np.float32]:
         """Per intent and row: the similarity of the row's catalog centroid, scaled over every
         catalog (the best being that of the rows' catalogs). On an IVF snapshot the mean and

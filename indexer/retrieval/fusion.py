@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from indexer.retrieval.scaling import Scaling
 
 # Weight of the dense score in the blend (the lexical score gets the rest), tuned on
 # seal-tools dev only.
@@ -49,29 +50,16 @@ class Levers:
     # Clause vectors pooled from one pass over the whole request (off: each clause is
     # encoded on its own, one more model pass per clause).
     joint_clauses: bool = True
-    # Tools and catalogs the request names literally go first (indexer.literal).
+    # Tools and catalogs the request names literally go first (indexer.retrieval.literal).
     literal: bool = True
-    # How each retriever's scores are put on one scale before blending (see SCALINGS).
-    scaling: str = "mean-max"
+    # How each retriever's scores are put on one scale before blending.
+    scaling: Scaling = Scaling.MEAN_MAX
 
     def __post_init__(self) -> None:
         # An unknown scaling would otherwise scale every score to zero, silently.
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling {self.scaling!r}: expected one of {', '.join(SCALINGS)}")
-
-
-# Scalings, each mapping a score s to (s - origin) / width:
-# - mean-max: origin the corpus mean, width up to the best eligible score (the best maps to 1);
-# - z: origin the corpus mean, width the corpus standard deviation;
-# - min-max: origin the corpus' lowest score, width up to the best eligible score;
-# - rrf: reciprocal rank fusion's 1 / (RRF_K + rank), the rank among every scored row (a
-#   BM25 score of 0, no shared word, gives 0).
-# min-max and rrf are evaluation variants: no index knows the lowest score or a rank without
-# scoring every row, so they always take the exact path. (The lowest score is one outlier's;
-# the mean is everyone's.)
-SCALINGS = ("mean-max", "z", "min-max", "rrf")
-EXACT_ONLY = frozenset({"min-max", "rrf"})
-RRF_K = 60
+        if self.scaling not in set(Scaling):
+            expected = ", ".join(Scaling)
+            raise ValueError(f"scaling {self.scaling!r}: expected one of {expected}")
 
 
 ALL_LEVERS = Levers()
@@ -95,84 +83,6 @@ def clause_spans(query: str, clauses: list[str]) -> list[tuple[int, int]]:
         spans.append((start, start + len(clause)))
         position = max(position, start + len(clause))
     return spans
-
-
-@dataclass(frozen=True)
-class Spread:
-    """One retriever's scores for one intent over the whole corpus: their mean, standard
-    deviation and lowest value (NaN where not known: the IVF path has no exact minimum)."""
-
-    mean: float
-    std: float
-    low: float = float("nan")
-
-    @classmethod
-    def of(cls, scores: NDArray[np.float32], scaling: str = "mean-max") -> Spread:
-        """The statistics `scaling` needs, from every score (the others stay NaN)."""
-        if not len(scores):
-            return cls(0.0, 0.0, 0.0)
-        nan = float("nan")
-        return cls(
-            float(scores.mean()),
-            float(scores.std()) if scaling == "z" else nan,
-            float(scores.min()) if scaling == "min-max" else nan,
-        )
-
-    def scaled(self, scores: NDArray[np.float32], scaling: str = "mean-max") -> NDArray[np.float32]:
-        """`scores` on the blend's common scale (see SCALINGS).
-
-        `scores` are the blended candidates' (every eligible row on the exact path; on the
-        IVF path a set holding each retriever's best rows), so their maximum is the best
-        eligible score. A retriever whose scores do not spread (all equal, or none above the
-        origin) gives no evidence: zeros.
-        """
-        if scaling == "z":
-            origin, width = self.mean, self.std
-        else:
-            origin = self.mean if scaling == "mean-max" else self.low
-            width = float(scores.max()) - origin if len(scores) else 0.0
-            # Rounding leaves a tiny width where there is none (one catalog: its score and
-            # the mean of one score, computed two ways): equal scores scale to zero.
-            if width <= 1e-6 * max(1.0, abs(origin)):
-                width = 0.0
-        if not width > 0.0:  # also NaN
-            return np.zeros_like(scores, dtype=np.float32)
-        return ((scores - origin) / width).astype(np.float32)
-
-
-def scale_exact(
-    everything: NDArray[np.float32], at: NDArray[np.signedinteger[Any]], scaling: str
-) -> NDArray[np.float32]:
-    """`everything[at]` on the blend's scale, from every score (`at`: the candidates)."""
-    if scaling == "rrf":
-        order = np.argsort(-everything, kind="stable")
-        ranks = np.empty(len(everything), dtype=np.float64)
-        ranks[order] = np.arange(1, len(everything) + 1)
-        fused = np.where(everything[at] != 0.0, 1.0 / (RRF_K + ranks[at]), 0.0)
-        return fused.astype(np.float32)
-    return Spread.of(everything, scaling).scaled(everything[at], scaling)
-
-
-def spread_from_moments(
-    query: NDArray[np.floating],
-    mean_vector: NDArray[np.float64],
-    gram: NDArray[np.float64],
-    scaling: str = "z",
-) -> Spread:
-    """The mean and standard deviation of `query`'s inner products with a set of rows, from
-    the rows' mean vector and second-moment matrix (exact, without scoring the rows). Only
-    "z" needs the standard deviation; other scalings skip the d x d product (NaN)."""
-    q = np.asarray(query, dtype=np.float64).ravel()
-    mean = float(q @ mean_vector)
-    if scaling != "z":
-        return Spread(mean, float("nan"))
-    second = float(q @ gram @ q)
-    variance = second - mean * mean
-    # Rounding leaves a tiny variance where there is none (one row, or identical rows): the
-    # scores are equal and must standardise to zero, not to amplified noise.
-    if variance <= 1e-9 * max(second, 1e-12):
-        variance = 0.0
-    return Spread(mean, float(np.sqrt(variance)))
 
 
 @dataclass(frozen=True)

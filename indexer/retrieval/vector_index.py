@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import ThreadpoolController
 
-from indexer.fusion import Spread, spread_from_moments
+from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
 # Lists probed per query, as a share of all lists: a quarter keeps recall@10 against exact
 # search at or above 0.99 on real tool embeddings, counted over distinct vectors (0.9955 at
@@ -188,7 +188,7 @@ class VectorIndex:
         n = max(len(self._vectors), 1)
         return total / n, gram / n
 
-    def score_spread(self, query: NDArray[np.float32], scaling: str = "z") -> Spread:
+    def score_spread(self, query: NDArray[np.float32], scaling: Scaling) -> Spread:
         """Mean and standard deviation (when `scaling` needs it) of `query`'s inner product
         over every row.
 

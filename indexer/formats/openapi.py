@@ -4,7 +4,7 @@ A tool's input schema is one object whose properties are the operation's path, q
 and cookie parameters plus `body` for the request body; the HTTP binding (method, path, where
 each property goes) rides in the `x-openapi` annotation so a caller can still make the request.
 Local `$ref`s are inlined (cycles become `$defs`). OAuth scopes in the security requirement
-become the tool's required scopes. `indexer.catalog` validates the result.
+become the tool's required scopes. `indexer.formats` validates the result.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import datetime as dt
 import re
 from typing import Any
 
-from indexer.catalog import MAX_CATALOG_DESCRIPTION, MAX_TITLE, MAX_VERSION, Converted
-from indexer.openapi_schema import (
+from indexer.formats.openapi_schema import (
     describes_object,
     json_schema_from_openapi30,
     operation_scopes,
     pick_media,
 )
-from indexer.schema_refs import RefError, RefResolver
+from indexer.formats.rules import MAX_CATALOG_DESCRIPTION, MAX_TITLE, MAX_VERSION, Converted
+from indexer.formats.schema_refs import RefError, RefResolver
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")

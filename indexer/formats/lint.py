@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from indexer.catalog import CatalogError, parse_catalog
+from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog, Tool
 from indexer.naming import FUNCTION_NAME, MAX_LENGTH
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from indexer.datasets import LabeledQuery
-from indexer.metrics import KS, evaluate, recall_at_k
+from indexer.evaluation.datasets import LabeledQuery
+from indexer.evaluation.metrics import KS, evaluate, recall_at_k
 
 CURVE_KS = tuple(range(1, 11))
 # Columns of the readable table, in order.

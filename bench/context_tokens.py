@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from indexer.catalog import parse_catalog
-from indexer.datasets import LabeledQuery, load_dataset
+from indexer.evaluation.datasets import LabeledQuery, load_dataset
+from indexer.evaluation.tokens import ENCODINGS, count_tokens
+from indexer.formats import parse_catalog
 from indexer.model import Tool
 from indexer.naming import function_name
-from indexer.tokens import ENCODINGS, count_tokens
 from registry.engine import Registry
 from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
@@ -187,7 +187,7 @@ def run_task(registry: Registry, task: LabeledQuery, encoding: str) -> tuple[int
 
 def measure(registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery],
             encoding: str, seed: int) -> list[SizeResult]:  # fmt: skip
-    rng = random.Random(seed)  # noqa: S311 -- a seeded sample for a reproducible report
+    rng = random.Random(seed)
     by_id = {item.tool.id: item for item in pool}
     bridge = bridge_tools_tokens(encoding)
     results = []
@@ -242,7 +242,7 @@ def load(registry: Registry, tools: Sequence[PoolTool]) -> None:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from indexer.embedder import load_embedder
+    from indexer.embedding import load_embedder
 
     try:
         pool, tasks = load_pool(args.datasets)

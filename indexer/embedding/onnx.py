@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.embedder import default_model_path, model_fingerprint
+from indexer.embedding.model_files import default_cache_dir, default_model_path, model_fingerprint
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
@@ -78,12 +78,6 @@ def read_pipeline(path: Path) -> Pipeline:
     config = json.loads((path / "config.json").read_text())
     limit = int(config.get("max_position_embeddings", 512))
     return Pipeline(pooling, min(int(settings.get("max_seq_length") or limit), limit))
-
-
-def default_cache_dir() -> Path:
-    """Where exported models live: $CAPREG_CACHE, else ~/.cache/capreg."""
-    configured = os.environ.get("CAPREG_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "capreg"
 
 
 def export_onnx(path: Path, target: Path) -> None:
