@@ -7,7 +7,7 @@ DATA ?= .capreg
 LISTEN ?= 127.0.0.1:50051
 PYTEST_ARGS ?=
 
-.PHONY: install serve test lint proto eval bench fast-paths clean
+.PHONY: install serve test lint proto eval bench fast-paths context clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ bench: $(STAMP)
 # recall@5 of the int8 model and the IVF index against the exact float32 path, every set.
 fast-paths: $(STAMP)
 	$(PY) -m bench.fast_paths
+
+# Tokens an agent carries: every schema in every turn vs discovery through the bridge.
+context: $(STAMP)
+	$(PY) -m bench.context_tokens --encoding o200k_base --seed 7
 
 proto: $(STAMP)
 	$(PY) proto/generate.py

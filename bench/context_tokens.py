@@ -1,4 +1,4 @@
-"""`capreg context`: the tokens an agent carries with every schema loaded vs with discovery.
+"""Tokens an agent carries with every schema loaded vs with discovery (`make context`).
 
 For catalogs of 15 to 10,000 tools drawn from the shared datasets, each labeled task is run
 the way an agent using the bridge would: one search_tools call with the task text (limit 5,
@@ -26,7 +26,8 @@ from indexer.evaluation.tokens import ENCODINGS, count_tokens
 from indexer.formats import parse_catalog
 from indexer.model import Tool
 from indexer.naming import function_name
-from registry.engine import Registry
+from registry.config import SearchSettings
+from registry.core import Registry
 from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
 from registry.servicer import search_response, tool_schema
@@ -154,12 +155,14 @@ def static_tokens(tools: Sequence[PoolTool], encoding: str) -> int:
 
 def bridge_tools_tokens(encoding: str) -> int:
     """The bridge's own tools/list payload, as a client sends it to the model."""
-    from mcp_bridge.registry_client import RegistryClient, RegistryTarget
     from mcp_bridge.server import build_server, static_key
+    from registry.client import AsyncRegistryClient, RegistryTarget
 
     async def listed() -> list[Any]:
         # Listing tools never calls the registry: the client is only needed to build it.
-        server = build_server(RegistryClient(RegistryTarget("127.0.0.1:9")), static_key(None))
+        server = build_server(
+            AsyncRegistryClient(RegistryTarget(address="127.0.0.1:9")), static_key(None)
+        )
         return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in
                 await server.list_tools()]  # fmt: skip
 
@@ -250,8 +253,12 @@ def cmd_context(args: argparse.Namespace) -> int:
         raise EvalError(str(exc)) from exc
     store = Store(Path(args.db))
     try:
-        registry = Registry(store, load_embedder(), result_cache_size=0,
-                            progress=sys.stderr.isatty())  # fmt: skip
+        registry = Registry(
+            store,
+            load_embedder(),
+            settings=SearchSettings(result_cache_size=0),
+            progress=sys.stderr.isatty(),
+        )
         registry.load()
         results = measure(registry, pool, tasks, args.encoding, args.seed)
     finally:
@@ -259,7 +266,8 @@ def cmd_context(args: argparse.Namespace) -> int:
     lines = [
         "# Context tokens: every schema in every turn vs discovery",
         "",
-        f"Command: `capreg context --encoding {args.encoding} --seed {args.seed}`  ",
+        "Command: `python -m bench.context_tokens "
+        f"--encoding {args.encoding} --seed {args.seed}`  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}. Tasks: labeled LiveMCPBench and StableToolBench "
         f"queries; tools drawn from {', '.join(POOL_SOURCES)} (mirror copies past the pool's "
         f"{len(pool):,} unique tools). Per task, static = every tool definition of the catalog; "
@@ -281,11 +289,23 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("context", help="tokens carried: static schemas vs discovery")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.context_tokens",
+        description="tokens carried: every schema in every turn vs discovery",
+    )
     parser.add_argument("--encoding", choices=ENCODINGS, default="o200k_base")
     parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"), help="folder")
     parser.add_argument("--db", default=str(Path(".capreg") / "context.db"), help="SQLite file")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(Path("docs") / "results" / "context.md"))
-    parser.set_defaults(handler=cmd_context)
+    args = parser.parse_args(argv)
+    try:
+        return cmd_context(args)
+    except EvalError as exc:
+        print(f"context_tokens: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

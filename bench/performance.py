@@ -30,8 +30,8 @@ from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from indexer.retrieval.fusion import clause_spans, split_intents
 from indexer.retrieval.snapshot import ToolIndex
 from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
-from registry.config import APPROXIMATE_FROM
-from registry.engine import Registry
+from registry.config import APPROXIMATE_FROM, SearchSettings
+from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import Store
@@ -174,7 +174,7 @@ def approximation(registry: Registry, queries: list[str]) -> dict[str, Any]:
     if not approximate.vectors.approximate:
         return {}
     matrix = approximate.vectors.matrix
-    vectors = np.vstack(registry.embed_queries(queries))
+    vectors = np.vstack(registry.queries.embed_many(queries))
     unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     _, best = VectorIndex(unique).search(vectors, 10)
@@ -188,7 +188,7 @@ def approximation(registry: Registry, queries: list[str]) -> dict[str, Any]:
     overlap = []
     for query in queries:
         texts = [query, *split_intents(query)]
-        intent_vectors = registry.request_vectors(query, texts[1:])
+        intent_vectors = registry.queries.request_vectors(query, texts[1:])
         ids = [
             {h.entry.id for h in index.search_hybrid(texts, intent_vectors, 10)}
             for index in (exact, approximate)
@@ -242,7 +242,7 @@ def main() -> None:
     for size in sizes:
         tools = with_variants(pool, size)[:size]
         store = Store(db)
-        registry = Registry(store, embedder, result_cache_size=0)
+        registry = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
         registry.load()
         built = build(registry, tools, size)
         floor = floor_ms(embedder, registry, queries)

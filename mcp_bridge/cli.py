@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mcp_bridge.config import BridgeConfig, HttpListen
-from mcp_bridge.registry_client import DEFAULT_TIMEOUT_SECONDS, RegistryTarget
-from registry.config import DEFAULT_LISTEN, listen_host
+from registry.client import DEFAULT_TIMEOUT_SECONDS, RegistryTarget
+from registry.wire import DEFAULT_LISTEN, listen_host
 
 
 class BridgeOptionError(ValueError):
@@ -73,8 +73,14 @@ def bridge_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Bridg
             raise BridgeOptionError(
                 f"cannot read --ca-file {args.ca_file}: {exc.strerror}"
             ) from exc
+    try:
+        target = RegistryTarget(
+            address=args.registry, root_certificates=roots, timeout=args.timeout
+        )
+    except ValueError as exc:
+        raise BridgeOptionError(f"--registry: {exc}") from exc
     return BridgeConfig(
-        registry=RegistryTarget(args.registry, root_certificates=roots, timeout=args.timeout),
+        registry=target,
         http=parse_listen(args.http) if args.http else None,
         api_key=environ.get("CAPREG_API_KEY") or None,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcp_bridge.registry_client import RegistryTarget
+from registry.client import RegistryTarget
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from mcp_bridge.registry_client import NotFound, RegistryCallFailed
+from registry.client import NotFound, RegistryCallFailed
 from registry.proto import registry_pb2 as pb
 
 SEARCH_TOOLS = "search_tools"

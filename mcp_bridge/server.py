@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
+import grpc
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, CallToolResult, ToolAnnotations
@@ -16,18 +17,21 @@ from starlette.requests import Request
 
 from mcp_bridge import payloads
 from mcp_bridge.payloads import Payload
-from mcp_bridge.registry_client import (
-    KEY_HINT,
-    REFUSED,
+from registry.client import (
     AccessRefused,
+    AsyncRegistryClient,
     InvalidRequest,
     NotFound,
     RegistryCallFailed,
-    RegistryClient,
+    RegistryFault,
+    RegistryUnavailable,
 )
-from registry.auth import bearer_key
+from registry.wire import bearer_key
 
 logger = logging.getLogger(__name__)
+
+REFUSED = "the tool registry refused the credentials"
+KEY_HINT = "a stdio bridge sends CAPREG_API_KEY; HTTP clients send 'Authorization: Bearer <key>'"
 
 # Whose key a call carries to the registry. It may raise AccessRefused.
 KeySource = Callable[[Context[Any, Any]], str | None]
@@ -70,14 +74,27 @@ def forwarded_bearer(ctx: Context[Any, Any]) -> str:
     request = ctx.request_context.request
     key = bearer_key(request.headers.items()) if isinstance(request, Request) else None
     if key is None:  # RequireBearer turns these away first; this guards other mountings
-        raise AccessRefused(f"{REFUSED}: this request carries no key ({KEY_HINT})")
+        raise AccessRefused(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "no key",
+            f"{REFUSED}: this request carries no key ({KEY_HINT})",
+        )
     return key
 
 
 def protocol_error(error: RegistryCallFailed) -> MCPError:
-    """Failures the model cannot fix; their messages were made safe in registry_client."""
-    code = INVALID_REQUEST if isinstance(error, AccessRefused) else INTERNAL_ERROR
-    return MCPError(code=code, message=str(error))
+    """Failures the model cannot fix; registry.client made their messages safe. The
+    registry's own wording on credentials names its CLI's options: say what a bridge user
+    can change instead."""
+    if not isinstance(error, AccessRefused):
+        return MCPError(code=INTERNAL_ERROR, message=str(error))
+    if error.code is grpc.StatusCode.PERMISSION_DENIED:
+        message = f"{REFUSED}: this API key lacks the scope the call needs"
+    elif error.details == "no key":
+        message = str(error)
+    else:
+        message = f"{REFUSED}: a valid API key is required ({KEY_HINT})"
+    return MCPError(code=INVALID_REQUEST, message=message)
 
 
 def _query_hash(query: str) -> str:
@@ -87,7 +104,7 @@ def _query_hash(query: str) -> str:
 class DiscoveryTools:
     """The bodies of the three tools; registry failures are mapped in `_answer` alone."""
 
-    def __init__(self, client: RegistryClient, keys: KeySource) -> None:
+    def __init__(self, client: AsyncRegistryClient, keys: KeySource) -> None:
         self._client = client
         self._keys = keys
 
@@ -103,6 +120,12 @@ class DiscoveryTools:
             # The model's own mistake: an isError result it can read and act on.
             return payloads.result(recover(exc), is_error=True)
         except RegistryCallFailed as exc:
+            broken = isinstance(exc, RegistryUnavailable | RegistryFault)
+            logger.log(
+                logging.WARNING if broken else logging.INFO,
+                "registry call failed: %s",
+                exc.one_line(),
+            )
             raise protocol_error(exc) from None
         return payloads.result(payload)
 
@@ -136,7 +159,7 @@ def _version() -> str:
         return ""
 
 
-def build_server(client: RegistryClient, keys: KeySource) -> MCPServer:
+def build_server(client: AsyncRegistryClient, keys: KeySource) -> MCPServer:
     """An MCP server exposing exactly search_tools, get_tool_schema and list_catalogs."""
     server: MCPServer = MCPServer(
         "capreg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"

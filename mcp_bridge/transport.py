@@ -12,10 +12,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_bridge.config import BridgeConfig, HttpListen
-from mcp_bridge.registry_client import RegistryClient
 from mcp_bridge.server import build_server, forwarded_bearer, static_key
-from registry.auth import bearer_key
-from registry.config import is_loopback
+from registry.client import AsyncRegistryClient
+from registry.wire import bearer_key, is_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ def _bind(listen: HttpListen) -> socket.socket:
         raise CannotListen(f"cannot listen on {listen.host}:{listen.port}: {exc.strerror}") from exc
 
 
-async def serve_http(config: BridgeConfig, listen: HttpListen, client: RegistryClient) -> None:
+async def serve_http(config: BridgeConfig, listen: HttpListen, client: AsyncRegistryClient) -> None:
     server = build_server(client, forwarded_bearer)
     # `host` turns on the SDK's DNS-rebinding protection for loopback addresses.
     app = server.streamable_http_app(streamable_http_path=listen.path, host=listen.host)
@@ -89,7 +88,7 @@ async def serve_http(config: BridgeConfig, listen: HttpListen, client: RegistryC
 
 async def run_bridge(config: BridgeConfig) -> None:
     """Serves until the client closes stdin (stdio) or the process is interrupted (HTTP)."""
-    async with RegistryClient(config.registry) as client:
+    async with AsyncRegistryClient(config.registry) as client:
         if config.http is not None:
             await serve_http(config, config.http, client)
             return

@@ -8,22 +8,11 @@ from collections.abc import Iterable
 from registry.errors import PermissionDenied, Unauthenticated
 from registry.keys import KeyStore
 from registry.scopes import ADMIN_SCOPE, Grants, Principal
+from registry.wire import bearer_key
 
 # Without a keys file (loopback only), every caller is this local administrator.
 LOCAL_ADMIN = Principal("local", Grants.parse(["*"]))
 RELOAD_INTERVAL_SECONDS = 1.0
-
-
-def bearer_key(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
-    """The key of an `authorization: Bearer <key>` header, if there is one."""
-    for name, value in metadata:
-        if name.lower() != "authorization":
-            continue
-        text = value.decode() if isinstance(value, bytes) else value
-        scheme, _, key = text.strip().partition(" ")
-        if scheme.lower() == "bearer" and key.strip():
-            return key.strip()
-    return None
 
 
 class Authenticator:

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from indexer.formats import CatalogError, detect_format
-from registry.engine import RegisterOutcome, Registry
+from registry.core import RegisterOutcome, Registry
 
 logger = logging.getLogger(__name__)
 

@@ -1,19 +1,28 @@
-"""Typed domain errors; registry/status.py maps each to one gRPC code."""
+"""Typed domain errors under the one root, `CapregError`; registry/status.py maps each to
+one gRPC code (a catalog's `CatalogError` and the store's `StoreError` share the root)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from indexer.errors import CapregError
 
-class RegistryError(Exception):
-    """Base of every error a client is told about."""
+__all__ = [
+    "CapregError",
+    "CatalogNotFound",
+    "InvalidRequest",
+    "NotReady",
+    "PermissionDenied",
+    "ToolsNotFound",
+    "Unauthenticated",
+]
 
 
-class InvalidRequest(RegistryError):
+class InvalidRequest(CapregError):
     """A malformed request: the message names the field and the rule."""
 
 
-class ToolsNotFound(RegistryError):
+class ToolsNotFound(CapregError):
     """Ids that do not exist or that the caller may not see (deliberately the same)."""
 
     def __init__(self, missing: Mapping[str, Sequence[str]]) -> None:
@@ -25,7 +34,7 @@ class ToolsNotFound(RegistryError):
         super().__init__("unknown tool id: " + "; ".join(parts))
 
 
-class CatalogNotFound(RegistryError):
+class CatalogNotFound(CapregError):
     def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
         self.name = name
         self.suggestions = list(suggestions)
@@ -33,13 +42,13 @@ class CatalogNotFound(RegistryError):
         super().__init__(f"unknown catalog '{name}'{hint}")
 
 
-class NotReady(RegistryError):
+class NotReady(CapregError):
     """The index is still loading."""
 
 
-class Unauthenticated(RegistryError):
+class Unauthenticated(CapregError):
     """Missing or unknown credentials."""
 
 
-class PermissionDenied(RegistryError):
+class PermissionDenied(CapregError):
     """A known caller lacks the scope this operation needs."""

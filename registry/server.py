@@ -1,16 +1,32 @@
-"""The gRPC server factory: the registry service plus health checking and reflection."""
+"""The gRPC server: `create_server` (the service plus health checking and reflection) and
+`run_server`, the composition root that opens the store, the model and the registry."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from indexer.embedding import load_embedder
+from indexer.retrieval.vector_index import one_thread_per_search
 from registry.auth import Authenticator
-from registry.config import MAX_MESSAGE_BYTES, ServerConfig
-from registry.engine import Registry
+from registry.catalog_dir import sync_folder
+from registry.config import ServerConfig
+from registry.core import Registry
+from registry.errors import CapregError
+from registry.keys import KeyFileError, KeyStore
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
+from registry.store import Store
+from registry.watch import FolderWatcher
+from registry.wire import MAX_MESSAGE_BYTES
+
+logger = logging.getLogger(__name__)
 
 SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].full_name
 
@@ -49,3 +65,71 @@ def create_server(
 def mark_serving(health_servicer: health.HealthServicer) -> None:
     for name in (SERVICE_NAME, ""):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+
+class ServeFailed(CapregError):
+    """The server cannot start: the message names the setting to change."""
+
+
+async def run_server(config: ServerConfig) -> None:
+    """Opens everything `config` names, serves until SIGINT or SIGTERM, then stops."""
+
+    started = time.perf_counter()
+    try:
+        keys = KeyStore.load(config.keys_file) if config.keys_file else None
+    except (KeyFileError, OSError) as exc:
+        raise ServeFailed(f"cannot use keys file: {exc}") from exc
+    store = Store(config.db)
+    one_thread_per_search()
+    embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
+    registry = Registry(store, embedder, settings=config.search, progress=config.progress)
+    server, port, health = create_server(config, registry, Authenticator(keys))
+    if port == 0:
+        raise ServeFailed(f"cannot listen on {config.listen}")
+    await server.start()
+    if keys is None:
+        logger.warning(
+            "NO KEYS FILE: every caller is an administrator who sees every tool. "
+            "Listening on loopback only; pass --keys FILE to enforce API keys and scopes."
+        )
+    else:
+        logger.info("API keys and scopes enforced from %s", keys.path)
+    # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads.
+    await asyncio.to_thread(registry.load)
+    watcher = None
+    if config.watch and config.catalogs_dir:
+        watcher = FolderWatcher(registry, config.catalogs_dir)
+        scan = await asyncio.to_thread(watcher.scan_once)
+        logger.info(
+            "catalogs in %s: %d registered (%d tools embedded), %d failed; watching for changes",
+            config.catalogs_dir, len(scan.registered), scan.embedded, len(scan.failed),
+        )  # fmt: skip
+    elif config.catalogs_dir:
+        report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir)
+        embedded = sum(r.embedded for r in report.registered)
+        logger.info(
+            "catalogs in %s: %d registered (%d tools embedded), %d failed",
+            config.catalogs_dir,
+            len(report.registered),
+            embedded,
+            len(report.failed),
+        )
+    mark_serving(health)
+    logger.info(
+        "capreg serving %d tools on %s (ready in %.1fs, db %s)",
+        len(registry.index),
+        config.listen.rsplit(":", 1)[0] + f":{port}",
+        time.perf_counter() - started,
+        config.db,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    watching = asyncio.create_task(watcher.run(stop, config.watch_interval)) if watcher else None
+    await stop.wait()
+    logger.info("stopping")
+    if watching is not None:
+        await watching  # returns at once: it waits on the same stop event
+    await server.stop(config.grace_seconds)
+    store.close()

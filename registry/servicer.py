@@ -7,7 +7,7 @@ import json
 
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
-from registry.engine import Registry, SearchOutcome
+from registry.core import Registry, SearchOutcome
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants
@@ -77,10 +77,12 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.GetSchemaRequest, context: Context
     ) -> pb.GetSchemaResponse:
         grants = self._grants(context)
-        index = self._registry.index
-        entries = self._registry.schemas(list(request.ids), grants)
+        # One snapshot answers the tools and the generation together.
+        snapshot = self._registry.snapshot
+        entries = snapshot.schemas(list(request.ids), grants)
         return pb.GetSchemaResponse(
-            tools=[tool_schema(entry) for entry in entries], index_generation=index.generation
+            tools=[tool_schema(entry) for entry in entries],
+            index_generation=snapshot.generation,
         )
 
     @mapped
@@ -118,7 +120,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.ListCatalogsRequest, context: Context
     ) -> pb.ListCatalogsResponse:
         grants = self._grants(context)
-        generation = self._registry.index.generation
+        snapshot = self._registry.snapshot
         return pb.ListCatalogsResponse(
             catalogs=[
                 pb.CatalogInfo(
@@ -129,7 +131,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                     revision=c.revision,
                     tool_count=c.tool_count,
                 )
-                for c in self._registry.catalogs(grants)
+                for c in snapshot.catalog_summaries(grants)
             ],
-            index_generation=generation,
+            index_generation=snapshot.generation,
         )

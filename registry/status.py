@@ -20,6 +20,8 @@ from registry.errors import (
 )
 from registry.store import StoreError
 
+__all__ = ["Context", "mapped", "status_for"]
+
 logger = logging.getLogger(__name__)
 
 _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (

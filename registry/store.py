@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from indexer.errors import CapregError
 from indexer.model import Catalog, Tool
 
 SCHEMA_VERSION = 1
@@ -62,11 +63,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(CapregError):
     """The database cannot be used (wrong schema version, unreadable file)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredTool:
     tool: Tool
     function_name: str
@@ -74,7 +75,7 @@ class StoredTool:
     revision: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredCatalog:
     """A catalog row and its tools, in registration order."""
 
@@ -183,7 +184,11 @@ class Store:
         by_catalog: dict[str, list[StoredTool]] = {}
         for catalog, name, data, function_name, revision in tool_rows:
             by_catalog.setdefault(catalog, []).append(
-                StoredTool(_tool_from_json(catalog, name, data), function_name, revision)
+                StoredTool(
+                    tool=_tool_from_json(catalog, name, data),
+                    function_name=function_name,
+                    revision=revision,
+                )
             )
         result = []
         for name, title, description, version, fmt, scopes, revision in catalog_rows:
@@ -197,7 +202,7 @@ class Store:
                 default_scopes=frozenset(json.loads(scopes)),
                 format=fmt,
             )
-            result.append(StoredCatalog(catalog, revision, tools))
+            result.append(StoredCatalog(catalog=catalog, revision=revision, tools=tools))
         return result
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:

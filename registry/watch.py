@@ -17,7 +17,7 @@ from pathlib import Path
 
 from indexer.formats import CatalogError
 from registry.catalog_dir import catalog_files, request_name
-from registry.engine import RegisterOutcome, Registry
+from registry.core import RegisterOutcome, Registry
 from registry.errors import CatalogNotFound
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
-from registry.engine import Registry
+from registry.core import Registry
 from registry.keys import KeyStore
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.server import create_server, mark_serving

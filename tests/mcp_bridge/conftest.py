@@ -15,9 +15,9 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from mcp_bridge.registry_client import RegistryClient, RegistryTarget
 from mcp_bridge.server import build_server, static_key
-from registry.engine import Registry
+from registry.client import AsyncRegistryClient, RegistryTarget
+from registry.core import Registry
 from registry.keys import KeyStore, add_key
 from tests.conftest import ROOT, start_server
 
@@ -63,9 +63,9 @@ async def in_memory_bridge(
     A context manager, not a fixture: the SDK's task groups must be entered and left by the
     same task, and pytest-asyncio runs fixture setup and teardown as separate tasks.
     """
-    target = RegistryTarget(address, timeout=timeout)
+    target = RegistryTarget(address=address, timeout=timeout)
     async with (
-        RegistryClient(target) as registry,
+        AsyncRegistryClient(target) as registry,
         Client(build_server(registry, static_key(key))) as client,
     ):
         yield client

@@ -12,7 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from registry.config import ServerConfig
-from registry.engine import Registry
+from registry.core import Registry
 from tests.conftest import ROOT, self_signed_certificate, start_server
 from tests.mcp_bridge.conftest import SecuredRegistry, payload
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from registry.engine import Registry
+from registry.config import SearchSettings
+from registry.core import Registry
 from registry.scopes import Grants
 from registry.store import Store
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
@@ -30,8 +31,10 @@ def both(
     for name in ("exact", "ivf"):
         (tmp_path / name).mkdir()
     stores = [Store(copy_db(sample_db, tmp_path / name)) for name in ("exact", "ivf")]
-    exact = Registry(stores[0], embedder, result_cache_size=0)
-    approximate = Registry(stores[1], embedder, result_cache_size=0, approximate_from=1)
+    exact = Registry(stores[0], embedder, settings=SearchSettings(result_cache_size=0))
+    approximate = Registry(
+        stores[1], embedder, settings=SearchSettings(result_cache_size=0, approximate_from=1)
+    )
     exact.load()
     approximate.load()
     assert approximate.index.vectors.approximate
@@ -87,15 +90,15 @@ def test_the_partition_is_stored_and_reused_after_a_restart(
     both: tuple[Registry, Registry], embedder: CountingEmbedder
 ) -> None:
     _, approximate = both
-    store = approximate._store
+    store = approximate.writer._store
     stored = store.partition(embedder.model_id)
     assert stored is not None
     centroids, trained_on = stored
     assert trained_on == len(approximate.index)
-    again = Registry(store, embedder, approximate_from=1)
+    again = Registry(store, embedder, settings=SearchSettings(approximate_from=1))
     again.load()
-    assert again._partition is not None
-    np.testing.assert_array_equal(again._partition.centroids, centroids)
+    assert again.writer._partition is not None
+    np.testing.assert_array_equal(again.writer._partition.centroids, centroids)
 
 
 def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: CountingEmbedder) -> None:
@@ -103,7 +106,11 @@ def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: Countin
     registries = []
     for name, threshold in (("exact", 10**9), ("ivf", 1)):
         store = Store(tmp_path / f"{name}.db")
-        registry = Registry(store, embedder, result_cache_size=0, approximate_from=threshold)
+        registry = Registry(
+            store,
+            embedder,
+            settings=SearchSettings(result_cache_size=0, approximate_from=threshold),
+        )
         registry.load()
         registry.register((CATALOGS / "support.yaml").read_text(), name="support")
         registries.append(registry)
@@ -146,7 +153,11 @@ def test_a_catalog_named_literally_puts_its_best_tool_first(
 ) -> None:
     for name, threshold in (("exact", 10**9), ("ivf", 1)):
         store = Store(tmp_path / f"{name}.db")
-        registry = Registry(store, embedder, result_cache_size=0, approximate_from=threshold)
+        registry = Registry(
+            store,
+            embedder,
+            settings=SearchSettings(result_cache_size=0, approximate_from=threshold),
+        )
         registry.load()
         registry.register((CATALOGS / "support.yaml").read_text(), name="support")
         ledger = (CATALOGS / "finance.yaml").read_text().replace("name: finance", "name: ledger-2")

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from registry.config import ServerConfig
-from registry.engine import Registry
+from registry.core import Registry
 from registry.keys import KeyStore, add_key, revoke
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc

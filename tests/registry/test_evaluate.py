@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from registry.cli import main
-from registry.engine import Registry
+from registry.core import Registry
 from tests.conftest import DATA, start_server
 
 QUERIES = [

@@ -10,7 +10,7 @@ import grpc
 import pytest
 import yaml
 
-from registry.engine import Registry
+from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from tests.conftest import DATA, CountingEmbedder, start_server

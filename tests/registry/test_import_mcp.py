@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from mcp.server import Server, ServerRequestContext
 
-from registry.engine import Registry
+from registry.core import Registry
 from registry.mcp_import import ImportFailed, McpSource, list_tools
 from tests.conftest import CountingEmbedder, start_server
 

@@ -18,7 +18,8 @@ import pytest
 from indexer.embedding import Embedder
 from indexer.evaluation.datasets import load_dataset
 from indexer.evaluation.report import Report, run
-from registry.engine import Registry
+from registry.config import SearchSettings
+from registry.core import Registry
 from registry.evaluate import in_process_searcher, load_catalogs
 from registry.store import Store
 
@@ -38,10 +39,10 @@ def _report(name: str, model: Embedder, folder: Path) -> Report:
     queries = list(dataset.queries)[: SUBSET[name] or None]
     store = Store(folder / f"{name.split(':')[0]}.db")
     try:
-        registry = Registry(store, model, result_cache_size=0)
+        registry = Registry(store, model, settings=SearchSettings(result_cache_size=0))
         registry.load()
         tools = load_catalogs(registry, dataset.catalogs)
-        registry.warm_queries([q.query for q in queries])
+        registry.queries.warm([q.query for q in queries])
         searcher = in_process_searcher(registry, "default", 10, 0)
         return run(name, "default", tools, queries, searcher)
     finally:

@@ -10,7 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registry.engine import ALL, Registry
+from registry.config import SearchSettings
+from registry.core import ALL, Registry
 from registry.errors import ToolsNotFound
 from registry.scopes import Grants
 from registry.store import Store
@@ -59,7 +60,7 @@ def pair(
     """The same catalogs twice: with the result cache, and with it turned off."""
     store = Store(copy_db(sample_db, tmp_path))
     cached = Registry(store, embedder)
-    uncached = Registry(store, embedder, result_cache_size=0)
+    uncached = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
     cached.load()
     uncached.load()
     yield cached, uncached

@@ -15,7 +15,7 @@ import grpc
 import yaml
 
 from bench.server_process import free_port, wait_serving
-from registry.engine import Registry
+from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.watch import FolderWatcher

@@ -6,7 +6,7 @@ import grpc
 import pytest
 
 from mcp_bridge.payloads import schema_recovery
-from mcp_bridge.registry_client import (
+from registry.client import (
     AccessRefused,
     InvalidRequest,
     NotFound,
@@ -60,13 +60,18 @@ def test_a_not_found_message_without_ids_gives_no_suggestions() -> None:
 
 
 def test_an_unreadable_not_found_still_offers_a_search_for_each_id() -> None:
-    recovery = schema_recovery(NotFound("tool ids missing", {}), ["hr/get_employe"])
+    recovery = schema_recovery(
+        NotFound(grpc.StatusCode.NOT_FOUND, "tool ids missing"), ["hr/get_employe"]
+    )
     assert recovery["next_calls"] == [
         {"tool": "search_tools", "arguments": {"query": "get employe"}}
     ]
 
 
 def test_an_invalid_schema_request_says_how_to_pass_ids() -> None:
-    recovery = schema_recovery(InvalidRequest("at most 50 ids per call (got 51)"), ["a/b"] * 51)
+    recovery = schema_recovery(
+        InvalidRequest(grpc.StatusCode.INVALID_ARGUMENT, "at most 50 ids per call (got 51)"),
+        ["a/b"] * 51,
+    )
     assert "50" in recovery["error"]
     assert "search_tools" in recovery["fix"]

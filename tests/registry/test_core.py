@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indexer.formats import CatalogError
+from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog
 from indexer.naming import FUNCTION_NAME
-from registry import engine
-from registry.engine import Registry
+from registry import writer
+from registry.core import Registry
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.store import Store
 from tests.conftest import DATA, CountingEmbedder
@@ -58,13 +58,13 @@ def test_an_identical_resubmission_is_answered_without_parsing(
     first = empty_registry.register(MINI)
     changed = _edited({"description": "Seven-day forecast by city."})
     parsed: list[str] = []
-    real_parse = engine.parse_catalog  # type: ignore[attr-defined]
+    real_parse = parse_catalog
 
     def counting_parse(content: str, **kwargs: str) -> Catalog:
         parsed.append(content)
         return real_parse(content, **kwargs)
 
-    monkeypatch.setattr(engine, "parse_catalog", counting_parse)
+    monkeypatch.setattr(writer, "parse_catalog", counting_parse)
     again = empty_registry.register(MINI)
     assert parsed == []
     assert (again.unchanged, again.revision, again.generation) == (3, 1, first.generation)
@@ -150,7 +150,7 @@ def test_failure_inside_the_transaction_keeps_the_old_version(
     embedder: CountingEmbedder,
 ) -> None:
     empty_registry.register(MINI)
-    store = empty_registry._store  # the store the registry writes through
+    store = empty_registry.writer._store  # the store the registry writes through
 
     def fail(*_args: object) -> int:
         raise RuntimeError("disk vanished mid-write")

@@ -11,6 +11,7 @@ from bench.context_tokens import (
     PoolTool,
     bridge_tools_tokens,
     catalog_sources,
+    main,
     pick_tasks,
     run_task,
     static_tokens,
@@ -19,8 +20,7 @@ from bench.context_tokens import (
 from indexer.evaluation.datasets import LabeledQuery
 from indexer.evaluation.tokens import count_tokens
 from indexer.model import Tool
-from registry.cli import main
-from registry.engine import Registry
+from registry.core import Registry
 
 
 def _tool(catalog: str, name: str) -> PoolTool:
@@ -76,7 +76,7 @@ def test_a_missing_datasets_folder_is_one_line_and_non_zero(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "c.db"
-    code = main(["context", "--datasets", str(tmp_path / "nowhere"), "--db", str(db)])
+    code = main(["--datasets", str(tmp_path / "nowhere"), "--db", str(db)])
     assert code == 1
     assert "nowhere" in capsys.readouterr().err
     assert not db.exists()

@@ -1,0 +1,188 @@
+"""The client subcommands (register, search, schema, catalogs, delete) over `registry.client`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from google.protobuf.json_format import MessageToDict
+
+from indexer.formats import FORMATS
+from registry.catalog_dir import request_name
+from registry.cli.errors import CommandError
+from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
+from registry.wire import DEFAULT_LISTEN
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def client_options() -> argparse.ArgumentParser:
+    """--server, --api-key, --ca-file and --timeout: how every client command connects."""
+    client = argparse.ArgumentParser(add_help=False)
+    client.add_argument(
+        "--server",
+        default=os.environ.get("CAPREG_SERVER", DEFAULT_LISTEN),
+        help="HOST:PORT, or several IP:PORT separated by commas",
+    )
+    client.add_argument("--timeout", type=float, default=120.0, help="seconds")
+    client.add_argument("--api-key", default=os.environ.get("CAPREG_API_KEY"), help="API key")
+    client.add_argument("--ca-file", help="PEM CA certificate: connect with TLS")
+    return client
+
+
+def registry_target(args: argparse.Namespace) -> RegistryTarget:
+    """The registry the options name; a bad option is one line naming it."""
+    roots = None
+    if args.ca_file:
+        try:
+            roots = Path(args.ca_file).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read --ca-file {args.ca_file}: {exc.strerror}") from exc
+    try:
+        return RegistryTarget(
+            address=args.server, root_certificates=roots, timeout=args.timeout, api_key=args.api_key
+        )
+    except ValueError as exc:
+        raise CommandError(f"--server: {exc}") from exc
+
+
+def open_client(args: argparse.Namespace) -> RegistryClient:
+    return RegistryClient(registry_target(args))
+
+
+def call(method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """One registry call; a failure becomes `CODE: details` on one line."""
+    try:
+        return method(*args, **kwargs)
+    except RegistryCallFailed as exc:
+        raise CommandError(exc.one_line()) from exc
+
+
+def print_json(message: Any) -> None:
+    print(
+        json.dumps(
+            MessageToDict(message, preserving_proto_field_name=True), indent=2, ensure_ascii=False
+        )
+    )
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    for file in args.files:
+        path = Path(file)
+        try:
+            content = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        name = args.name or request_name(path, content, args.format)
+        with open_client(args) as client:
+            reply = call(client.register_catalog, content, name=name, fmt=args.format)
+        if args.json:
+            print_json(reply)
+            continue
+        print(
+            f"{reply.catalog}: {reply.added} added, {reply.updated} updated, "
+            f"{reply.removed} removed, {reply.unchanged} unchanged "
+            f"(revision {reply.revision}, {reply.embedded} embedded, "
+            f"index generation {reply.index_generation})"
+        )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    with open_client(args) as client:
+        reply = call(client.search, args.query, limit=args.limit, catalogs=args.catalog or [])
+    elapsed = (time.perf_counter() - started) * 1000
+    if args.json:
+        print_json(reply)
+        return 0
+    if not reply.hits:
+        print("no tools match")
+    for rank, hit in enumerate(reply.hits, 1):
+        print(f"{rank}. {hit.id}  ({hit.score:.3f})\n   {hit.summary}")
+    if reply.weak_match:
+        print("note: no strong match; rephrase the need or check the catalogs")
+    cached = ", cached" if reply.cached else ""
+    print(f"[{elapsed:.1f} ms, index generation {reply.index_generation}{cached}]")
+    if reply.hits:
+        print(f"next: capreg schema {' '.join(h.id for h in reply.hits[:3])}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        reply = call(client.get_schema, list(args.ids))
+    if args.json:
+        print_json(reply)
+        return 0
+    for tool in reply.tools:
+        print(f"{tool.id}  (function name: {tool.function_name})")
+        version = f" {tool.catalog_version}" if tool.catalog_version else ""
+        print(f"  catalog: {tool.catalog}{version}, revision {tool.catalog_revision}")
+        print(f"  description: {tool.description}")
+        print(f"  input schema: {json.dumps(json.loads(tool.input_schema), indent=2)}")
+        if tool.output_schema:
+            print(f"  output schema: {json.dumps(json.loads(tool.output_schema), indent=2)}")
+        if tool.annotations != "{}":
+            print(f"  annotations: {tool.annotations}")
+    return 0
+
+
+def cmd_catalogs(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        reply = call(client.list_catalogs)
+    if args.json:
+        print_json(reply)
+        return 0
+    if not reply.catalogs:
+        print("no catalogs")
+    for c in reply.catalogs:
+        version = f" {c.version}" if c.version else ""
+        print(f"{c.name}{version}  {c.tool_count} tools  r{c.revision}  {c.title or c.description}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        reply = call(client.delete_catalog, args.name)
+    if args.json:
+        print_json(reply)
+    else:
+        print(f"deleted {reply.catalog}: {reply.removed} tools removed")
+    return 0
+
+
+def client_parser(
+    commands: Any, name: str, handler: Callable[[argparse.Namespace], int], help_: str
+) -> Any:
+    """A subcommand that talks to a registry: the connection options and --json."""
+    client = client_options()
+    client.add_argument("--json", action="store_true", help="print the reply as JSON")
+    sub = commands.add_parser(name, parents=[client], help=help_)
+    sub.set_defaults(handler=handler)
+    return sub
+
+
+def add_parsers(commands: Any) -> None:
+    def add(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> Any:
+        return client_parser(commands, name, handler, help_)
+
+    register = add("register", cmd_register, "register or replace catalogs from files")
+    register.add_argument("files", nargs="+")
+    register.add_argument("--name", default="", help="catalog name (default: from the file)")
+    register.add_argument("--format", default="auto", choices=["auto", *FORMATS])
+    search = add("search", cmd_search, "search tools by need")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=0)
+    search.add_argument("--catalog", action="append", help="restrict to a catalog (repeatable)")
+    schema = add("schema", cmd_schema, "full schemas for tool ids")
+    schema.add_argument("ids", nargs="+")
+    add("catalogs", cmd_catalogs, "list catalogs")
+    delete = add("delete", cmd_delete, "delete a catalog")
+    delete.add_argument("name")

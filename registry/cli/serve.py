@@ -1,0 +1,140 @@
+"""`capreg serve`: options and environment -> one ServerConfig, then the server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from indexer.embedding import BACKENDS, EmbedderBackend
+from registry.cli.errors import CommandError
+from registry.config import APPROXIMATE_FROM, DEFAULT_DB, SearchSettings, ServerConfig
+from registry.server import ServeFailed, run_server
+from registry.wire import DEFAULT_LISTEN, is_loopback
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tools >= 1")
+    return number
+
+
+def _backend(value: str) -> EmbedderBackend:
+    # A type, not `choices`: argparse checks a type on the environment default too.
+    try:
+        return EmbedderBackend(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a model backend; use one of {', '.join(BACKENDS)}"
+        ) from None
+
+
+def add_embedder_option(parser: argparse.ArgumentParser) -> None:
+    """--embedder (or CAPREG_EMBEDDER), shared by `serve` and `eval`."""
+    parser.add_argument(
+        "--embedder",
+        type=_backend,
+        default=os.environ.get("CAPREG_EMBEDDER", EmbedderBackend.ONNX.value),
+        metavar="{" + ",".join(BACKENDS) + "}",
+        help="model backend: ONNX Runtime (default), its int8 variant, or "
+        "sentence-transformers on torch",
+    )
+
+
+def model_cache() -> Path | None:
+    """CAPREG_CACHE: where the ONNX export of the model is kept."""
+    configured = os.environ.get("CAPREG_CACHE")
+    return Path(configured) if configured else None
+
+
+def serve_config(args: argparse.Namespace) -> ServerConfig:
+    config = ServerConfig(
+        listen=args.listen,
+        db=Path(args.db),
+        catalogs_dir=Path(args.catalogs) if args.catalogs else None,
+        model_path=Path(args.model) if args.model else None,
+        embedder=args.embedder,
+        model_cache=model_cache(),
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None,
+        keys_file=Path(args.keys) if args.keys else None,
+        search=SearchSettings(
+            approximate_from=args.approximate_from,
+            result_cache_size=args.cache_size,
+            result_cache_ttl=args.cache_ttl,
+        ),
+        progress=sys.stderr.isatty(),
+        watch=args.watch,
+        watch_interval=args.watch_interval,
+    )
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    try:
+        loopback = is_loopback(config.listen)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    if not loopback and config.keys_file is None:
+        raise CommandError(
+            f"refusing to listen on non-loopback address {config.listen} without credentials "
+            "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
+        )
+    if config.catalogs_dir and not config.catalogs_dir.is_dir():
+        raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
+    if config.watch and not config.catalogs_dir:
+        raise CommandError("--watch needs --catalogs DIR (the folder to watch)")
+    return config
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    config = serve_config(args)
+    try:
+        asyncio.run(run_server(config))
+    except ServeFailed as exc:
+        raise CommandError(str(exc)) from exc
+    return 0
+
+
+def add_parser(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="run the registry gRPC server")
+    serve.add_argument("--db", default=os.environ.get("CAPREG_DB", str(DEFAULT_DB)))
+    serve.add_argument("--listen", default=os.environ.get("CAPREG_LISTEN", DEFAULT_LISTEN))
+    serve.add_argument("--catalogs", help="register every catalog file in this folder at start")
+    serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")
+    serve.add_argument(
+        "--approximate-from",
+        type=_at_least_one,
+        default=APPROXIMATE_FROM,
+        metavar="TOOLS",
+        help="use the approximate (IVF) vector index from this many tools on "
+        f"(default {APPROXIMATE_FROM})",
+    )
+    add_embedder_option(serve)
+    serve.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
+    serve.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    serve.add_argument(
+        "--keys", default=os.environ.get("CAPREG_KEYS"), help="keys file: enforce API keys"
+    )
+    defaults = SearchSettings()
+    serve.add_argument(
+        "--cache-size", type=int, default=defaults.result_cache_size, help="result cache entries"
+    )
+    serve.add_argument(
+        "--cache-ttl", type=float, default=defaults.result_cache_ttl, help="result cache seconds"
+    )
+    serve.add_argument(
+        "--watch", action="store_true", help="register, update and delete as --catalogs changes"
+    )
+    serve.add_argument(
+        "--watch-interval",
+        type=float,
+        default=ServerConfig().watch_interval,
+        help="seconds between scans",
+    )
+    serve.set_defaults(handler=cmd_serve)

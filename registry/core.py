@@ -1,0 +1,102 @@
+"""The domain core every transport calls: a writer and a snapshot reader over one store.
+
+`Registry` only composes the two halves (they share nothing but the published snapshot) and
+forwards to them, so a transport holds one object. Writes go to `writer`; reads take one
+`snapshot` and answer from it alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+from indexer.embedding import Embedder
+from indexer.evaluation.ablations import Retriever
+from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from registry.config import SearchSettings
+from registry.queries import QueryEncoder
+from registry.reader import ALL, CatalogSummary, Reader, SearchOutcome, Snapshot
+from registry.scopes import Grants
+from registry.store import Store
+from registry.writer import RegisterOutcome, Writer
+
+__all__ = ["ALL", "CatalogSummary", "RegisterOutcome", "Registry", "SearchOutcome", "Snapshot"]
+
+
+class Registry:
+    """Catalogs, their stored embeddings, and the current searchable snapshot."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        settings: SearchSettings | None = None,
+        progress: bool = False,
+    ) -> None:
+        settings = settings or SearchSettings()
+        self.queries = QueryEncoder(embedder, cache_size=settings.query_cache_size)
+        self.reader = Reader(
+            self.queries,
+            weak_score=settings.weak_score,
+            result_cache_size=settings.result_cache_size,
+            result_cache_ttl=settings.result_cache_ttl,
+        )
+        self.writer = Writer(
+            store,
+            embedder,
+            self.reader.publish,
+            approximate_from=settings.approximate_from,
+            progress=progress,
+        )
+
+    # -- the write side ----------------------------------------------------------------
+
+    def load(self) -> None:
+        self.writer.load()
+
+    def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
+        return self.writer.register(content, name=name, fmt=fmt)
+
+    def delete(self, name: str) -> tuple[int, int]:
+        return self.writer.delete(name)
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        with self.writer.bulk():
+            yield
+
+    # -- the read side -----------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.reader.ready
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The current snapshot (NotReady while loading): read it once per request."""
+        return self.reader.snapshot
+
+    @property
+    def index(self) -> ToolIndex:
+        return self.reader.snapshot.index
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.queries.embedder
+
+    def search(
+        self,
+        query: str,
+        limit: int = 0,
+        catalogs: Iterable[str] = (),
+        viewer: Grants = ALL,
+        retriever: str = Retriever.DEFAULT,
+    ) -> SearchOutcome:
+        return self.reader.search(query, limit, catalogs, viewer, retriever)
+
+    def schemas(self, ids: Sequence[str], viewer: Grants = ALL) -> list[IndexedTool]:
+        return self.reader.snapshot.schemas(ids, viewer)
+
+    def catalogs(self, viewer: Grants = ALL) -> list[CatalogSummary]:
+        return self.reader.snapshot.catalog_summaries(viewer)

@@ -1,0 +1,244 @@
+"""The read side: one immutable snapshot answers a search, a schema fetch or a listing whole.
+
+The writer builds a `Snapshot` for every change and publishes it by swapping one reference;
+a read takes that reference once and answers from it alone, so its hits, schemas, catalog
+counts and generation always belong together, whatever a concurrent write does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
+from indexer.retrieval.fusion import ALL_LEVERS, split_intents
+from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex
+from registry.cache import SearchCacheKey, TTLCache
+from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
+from registry.queries import QueryEncoder
+from registry.scopes import Grants
+from registry.wire import DEFAULT_LIMIT, MAX_IDS, MAX_LIMIT, MAX_QUERY_CHARS
+
+logger = logging.getLogger(__name__)
+
+# What a caller without restrictions (local development mode, internal tools) sees.
+ALL = Grants.parse(["*"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchOutcome:
+    hits: list[Hit]
+    generation: int
+    weak_match: bool
+    cached: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogSummary:
+    name: str
+    title: str
+    description: str
+    version: str
+    revision: int
+    tool_count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogView:
+    """What a snapshot knows of one catalog: its facts and how many tools each scope set
+    guards (a visible count costs one check per distinct set, not per tool)."""
+
+    name: str
+    title: str
+    description: str
+    version: str
+    revision: int
+    scope_counts: Mapping[frozenset[str], int]
+
+    def visible_count(self, viewer: Grants) -> int:
+        return sum(n for scopes, n in self.scope_counts.items() if viewer.allows(scopes))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The searchable index and the catalog listing of one generation, never mutated."""
+
+    index: ToolIndex
+    catalogs: Mapping[str, CatalogView]
+
+    @property
+    def generation(self) -> int:
+        return self.index.generation
+
+    def catalog_summaries(self, viewer: Grants = ALL) -> list[CatalogSummary]:
+        """Catalogs with at least one tool the caller may see, with visible counts."""
+        result = []
+        for name in sorted(self.catalogs):
+            view = self.catalogs[name]
+            count = view.visible_count(viewer)
+            # An empty catalog is listed only to callers who may see everything.
+            if count or viewer == ALL:
+                result.append(
+                    CatalogSummary(
+                        name=name,
+                        title=view.title,
+                        description=view.description,
+                        version=view.version,
+                        revision=view.revision,
+                        tool_count=count,
+                    )
+                )
+        return result
+
+    def close_catalogs(self, name: str, viewer: Grants) -> list[str]:
+        names = [c.name for c in self.catalog_summaries(viewer)]
+        return difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+
+    def require_catalogs(self, names: Iterable[str], viewer: Grants) -> list[str]:
+        """`names` sorted and unique; each must hold a tool the caller may see."""
+        wanted = sorted(set(names))
+        for name in wanted:
+            view = self.catalogs.get(name)
+            if view is None or not view.visible_count(viewer):
+                raise CatalogNotFound(name, self.close_catalogs(name, viewer))
+        return wanted
+
+    def schemas(self, ids: Sequence[str], viewer: Grants = ALL) -> list[IndexedTool]:
+        """The tools for `ids` in request order (duplicates once); every id must be visible."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            raise InvalidRequest("ids must name at least one tool id ('<catalog>/<tool>')")
+        if len(unique) > MAX_IDS:
+            raise InvalidRequest(f"at most {MAX_IDS} ids per call (got {len(unique)})")
+        found = {tool_id: self.index.get(tool_id, viewer.allows) for tool_id in unique}
+        missing = {
+            i: self.index.suggestions(i, viewer.allows)
+            for i, entry in found.items()
+            if entry is None
+        }
+        if missing:
+            raise ToolsNotFound(missing)
+        return [entry for entry in found.values() if entry is not None]
+
+
+class Reader:
+    """Answers queries from the current snapshot, with the query and result caches."""
+
+    def __init__(
+        self,
+        queries: QueryEncoder,
+        *,
+        weak_score: float,
+        result_cache_size: int,
+        result_cache_ttl: float,
+    ) -> None:
+        self._queries = queries
+        self._weak_score = weak_score
+        self._snapshot: Snapshot | None = None
+        # Results are keyed by the caller's visibility class and the snapshot's generation,
+        # so one caller's results never reach a caller who sees differently, nor outlive a
+        # change.
+        self._results: TTLCache[SearchCacheKey, SearchOutcome] = TTLCache(
+            max_entries=result_cache_size, ttl_seconds=result_cache_ttl
+        )
+
+    def publish(self, snapshot: Snapshot) -> None:
+        # Swapping one reference is atomic: readers see the old or the new snapshot whole.
+        self._snapshot = snapshot
+
+    @property
+    def ready(self) -> bool:
+        return self._snapshot is not None
+
+    @property
+    def snapshot(self) -> Snapshot:
+        snapshot = self._snapshot
+        if snapshot is None:
+            raise NotReady("the index is loading; retry shortly")
+        return snapshot
+
+    @property
+    def queries(self) -> QueryEncoder:
+        return self._queries
+
+    def search(
+        self,
+        query: str,
+        limit: int = 0,
+        catalogs: Iterable[str] = (),
+        viewer: Grants = ALL,
+        retriever: str = Retriever.DEFAULT,
+    ) -> SearchOutcome:
+        snapshot = self.snapshot
+        text = query.strip()
+        if not text:
+            raise InvalidRequest("query must not be empty: describe the capability you need")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidRequest(f"query must be at most {MAX_QUERY_CHARS} characters")
+        if limit < 0 or limit > MAX_LIMIT:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT} (0 for the default)")
+        if retriever not in RETRIEVERS:
+            raise InvalidRequest(f"retriever must be one of {', '.join(RETRIEVERS)}")
+        wanted = snapshot.require_catalogs(catalogs, viewer)
+        key = SearchCacheKey(
+            query=text,
+            limit=limit or DEFAULT_LIMIT,
+            catalogs=tuple(wanted),
+            visibility_class=viewer.visibility_class,
+            generation=snapshot.generation,
+            filters=(("retriever", retriever),),
+        )
+        cached = self._cached(key)
+        if cached is not None:
+            return replace(cached, cached=True)
+        hits, weak = self._rank(snapshot, text, limit, key.limit, wanted, viewer, retriever)
+        outcome = SearchOutcome(hits=hits, generation=snapshot.generation, weak_match=weak)
+        self._remember(key, outcome)
+        return outcome
+
+    def _rank(
+        self,
+        snapshot: Snapshot,
+        text: str,
+        asked: int,
+        limit: int,
+        wanted: list[str],
+        viewer: Grants,
+        retriever: str,
+    ) -> tuple[list[Hit], bool]:
+        index = snapshot.index
+        if retriever == Retriever.BM25:
+            hits = index.search_lexical(text, limit, catalogs=wanted, visible=viewer.allows)
+            return hits, not hits
+        if retriever == Retriever.DENSE:
+            vector = self._queries.embed(text)
+            hits = index.search(vector, limit, catalogs=wanted, visible=viewer.allows)
+            return hits, not hits or hits[0].score < self._weak_score
+        levers = ABLATIONS.get(Retriever(retriever), ALL_LEVERS)
+        clauses = split_intents(text) if levers.intents else []
+        hits = index.search_hybrid(
+            [text, *clauses],
+            self._queries.request_vectors(text, clauses, joint=levers.joint_clauses),
+            limit,
+            # A caller who names no limit gets the registry's confident set (<= 5).
+            confident_only=asked == 0 and levers.cut,
+            levers=levers,
+            catalogs=wanted,
+            visible=viewer.allows,
+        )
+        return hits, not hits or max(h.similarity for h in hits) < self._weak_score
+
+    def _cached(self, key: SearchCacheKey) -> SearchOutcome | None:
+        try:
+            return self._results.get(key)
+        except Exception:  # a cache fault costs a recomputation, never the request
+            logger.exception("result cache lookup failed")
+            return None
+
+    def _remember(self, key: SearchCacheKey, outcome: SearchOutcome) -> None:
+        try:
+            self._results.put(key, outcome)
+        except Exception:  # a cache fault costs a recomputation, never the request
+            logger.exception("result cache store failed")

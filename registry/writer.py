@@ -1,0 +1,408 @@
+"""The write side: catalog changes, their embeddings, and building the next snapshot.
+
+Writes are serialised by one lock. Each change is one store transaction; then a whole new
+`Snapshot` is built (vector index, BM25, literal names) and published, while reads go on
+answering from the previous one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.embedding import Embedder
+from indexer.formats import CatalogError, parse_catalog
+from indexer.model import Catalog, Tool
+from indexer.naming import function_name
+from indexer.retrieval.document import document_hash, document_text
+from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from indexer.retrieval.vector_index import Partition
+from registry.errors import CatalogNotFound, NotReady
+from registry.reader import CatalogView, Snapshot
+from registry.store import Store, StoredCatalog, StoredTool
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegisterOutcome:
+    catalog: str
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    version: str
+    revision: int
+    generation: int
+    embedded: int
+
+
+@dataclass
+class _Live:
+    """A stored catalog with the document texts and hashes of its tools, in the same order."""
+
+    stored: StoredCatalog
+    documents: tuple[str, ...]
+    doc_hashes: tuple[str, ...]
+    view: CatalogView = field(init=False)
+
+    def __post_init__(self) -> None:
+        catalog = self.stored.catalog
+        self.view = CatalogView(
+            name=catalog.name,
+            title=catalog.title,
+            description=catalog.description,
+            version=catalog.version,
+            revision=self.stored.revision,
+            scope_counts=MappingProxyType(
+                Counter(catalog.required_scopes(t) for t in catalog.tools)
+            ),
+        )
+
+    @cached_property
+    def entries(self) -> tuple[IndexedTool, ...]:
+        """The catalog's tools as the index serves them (kept between snapshots)."""
+        catalog = self.stored.catalog
+        return tuple(
+            IndexedTool(
+                tool=stored.tool,
+                required_scopes=catalog.required_scopes(stored.tool),
+                function_name=stored.function_name,
+                catalog_title=catalog.title,
+                catalog_version=catalog.version,
+                catalog_revision=stored.revision,
+            )
+            for stored in self.stored.tools
+        )
+
+
+def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
+    return (
+        catalog.title,
+        catalog.description,
+        catalog.version,
+        catalog.format,
+        sorted(catalog.default_scopes),
+    )
+
+
+class Writer:
+    """Owns the live catalogs and their vectors; publishes a snapshot after every change."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        publish: Callable[[Snapshot], None],
+        *,
+        approximate_from: int,
+        progress: bool = False,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._publish = publish
+        self._approximate_from = approximate_from
+        self._progress = progress
+        self._partition: Partition | None = None
+        self._lock = threading.Lock()
+        self._live: dict[str, _Live] = {}
+        # Function name -> tool id over every catalog: collisions are checked in O(tools
+        # registered), not O(tools stored).
+        self._function_owners: dict[str, str] = {}
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+        # Digest of (name, format, bytes) of each live catalog's last registration: an
+        # identical resubmission (a periodic sync) is answered without parsing.
+        self._sources: dict[str, str] = {}
+        self._source_of: dict[str, str] = {}
+        # None until `load` has published the first snapshot.
+        self._generation: int | None = None
+        # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
+        self._deferred: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Restores every stored catalog and publishes the first snapshot; embeds only what
+        the store lacks (nothing, unless the model or the document text changed)."""
+        started = time.perf_counter()
+        with self._lock:
+            live = {}
+            texts: dict[str, str] = {}
+            for stored in self._store.catalogs():
+                documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
+                hashes = tuple(document_hash(text) for text in documents)
+                texts.update(zip(hashes, documents, strict=True))
+                live[stored.catalog.name] = _Live(stored, documents, hashes)
+            self._vectors = {}
+            embedded = self._ensure_vectors(texts)
+            self._live = live
+            self._sources, self._source_of = {}, {}
+            self._function_owners = {
+                t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
+            }
+            tools = self._rebuild(self._store.generation())
+        logger.info(
+            "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
+            len(live),
+            tools,
+            time.perf_counter() - started,
+            embedded,
+        )
+
+    def _current_generation(self) -> int:
+        generation = self._generation
+        if generation is None:
+            raise NotReady("the index is loading; retry shortly")
+        return generation
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
+        """Validates, embeds what changed, and replaces the catalog in one transaction."""
+        self._current_generation()  # NotReady before any work while still loading
+        digest = hashlib.sha256(f"{name}\0{fmt}\0{content}".encode()).hexdigest()
+        with self._lock:
+            unchanged = self._unchanged_source(digest)
+            if unchanged is not None:
+                return unchanged
+        catalog = parse_catalog(content, name=name, fmt=fmt)
+        with self._lock:
+            outcome = self._replace(catalog)
+            self._forget_source(catalog.name)
+            self._sources[digest] = catalog.name
+            self._source_of[catalog.name] = digest
+            return outcome
+
+    def _unchanged_source(self, digest: str) -> RegisterOutcome | None:
+        """The outcome for a byte-identical resubmission of a live catalog (no parsing: the
+        same bytes, name and format parse to the same catalog)."""
+        name = self._sources.get(digest)
+        live = self._live.get(name) if name is not None else None
+        if name is None or live is None:
+            return None
+        return self._nothing_changed(live.stored, len(live.stored.tools))
+
+    def _nothing_changed(self, stored: StoredCatalog, unchanged: int) -> RegisterOutcome:
+        return RegisterOutcome(
+            catalog=stored.catalog.name,
+            added=0,
+            updated=0,
+            removed=0,
+            unchanged=unchanged,
+            version=stored.catalog.version,
+            revision=stored.revision,
+            generation=self._current_generation(),
+            embedded=0,
+        )
+
+    def _forget_source(self, name: str) -> None:
+        digest = self._source_of.pop(name, None)
+        if digest is not None:
+            self._sources.pop(digest, None)
+
+    def _replace(self, catalog: Catalog) -> RegisterOutcome:
+        current = self._live.get(catalog.name)
+        old = {t.tool.name: t for t in current.stored.tools} if current else {}
+        names = [function_name(catalog.name, tool.name) for tool in catalog.tools]
+        self._check_function_names(catalog, names)
+        texts = [document_text(tool, catalog.title) for tool in catalog.tools]
+        hashes = tuple(document_hash(text) for text in texts)
+
+        added = updated = unchanged = 0
+        changed: list[Tool] = []
+        for tool in catalog.tools:
+            previous = old.get(tool.name)
+            if previous is None:
+                added += 1
+                changed.append(tool)
+            elif previous.tool.content_hash() != tool.content_hash():
+                updated += 1
+                changed.append(tool)
+            else:
+                unchanged += 1
+        removed = len(set(old) - {tool.name for tool in catalog.tools})
+        facts_changed = current is None or _catalog_facts(current.stored.catalog) != (
+            _catalog_facts(catalog)
+        )
+        if current is not None and not (changed or removed or facts_changed):
+            return self._nothing_changed(current.stored, unchanged)
+
+        revision = current.stored.revision + 1 if current else 1
+        changed_names = {tool.name for tool in changed}
+        stored_tools = tuple(
+            StoredTool(
+                tool=tool,
+                function_name=fname,
+                revision=revision if tool.name in changed_names else old[tool.name].revision,
+            )
+            for tool, fname in zip(catalog.tools, names, strict=True)
+        )
+        new_vectors = self._embed_missing(dict(zip(hashes, texts, strict=True)))
+        generation = self._store.replace_catalog(
+            catalog, revision, stored_tools, self._embedder.model_id, new_vectors
+        )
+        self._vectors.update(new_vectors)
+        if current is not None:
+            self._forget_functions(current)
+        stored = StoredCatalog(catalog=catalog, revision=revision, tools=stored_tools)
+        self._live[catalog.name] = _Live(stored, tuple(texts), hashes)
+        self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
+        self._rebuild(generation)
+        logger.info(
+            "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
+            catalog.name,
+            revision,
+            added,
+            updated,
+            removed,
+            unchanged,
+            len(new_vectors),
+            generation,
+        )
+        return RegisterOutcome(
+            catalog=catalog.name,
+            added=added,
+            updated=updated,
+            removed=removed,
+            unchanged=unchanged,
+            version=catalog.version,
+            revision=revision,
+            generation=generation,
+            embedded=len(new_vectors),
+        )
+
+    def _forget_functions(self, live: _Live) -> None:
+        for stored in live.stored.tools:
+            if self._function_owners.get(stored.function_name) == stored.tool.id:
+                del self._function_owners[stored.function_name]
+
+    def _check_function_names(self, catalog: Catalog, names: Sequence[str]) -> None:
+        prefix = catalog.name + "/"
+        problems = []
+        seen: dict[str, str] = {}
+        for tool, fname in zip(catalog.tools, names, strict=True):
+            owner = self._function_owners.get(fname)
+            # This catalog's own previous tools are being replaced: they cannot collide.
+            taken = owner if owner is not None and not owner.startswith(prefix) else None
+            other = taken or seen.get(fname)
+            if other is not None and other != tool.id:
+                problems.append(
+                    f"tool '{tool.name}': its function name '{fname}' is already used by "
+                    f"'{other}'; rename the tool"
+                )
+            seen[fname] = tool.id
+        if problems:
+            raise CatalogError(catalog.name, problems)
+
+    def delete(self, name: str) -> tuple[int, int]:
+        """Removes a catalog; returns (tools removed, new generation)."""
+        self._current_generation()  # NotReady while loading
+        with self._lock:
+            current = self._live.get(name)
+            if current is None:
+                close = difflib.get_close_matches(name, sorted(self._live), n=3, cutoff=0.5)
+                raise CatalogNotFound(name, close)
+            generation = self._store.delete_catalog(name)
+            if generation is None:  # pragma: no cover - memory and store disagree
+                raise CatalogNotFound(name)
+            del self._live[name]
+            self._forget_source(name)
+            self._forget_functions(current)
+            self._rebuild(generation)
+            return len(current.stored.tools), generation
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Registers and deletes inside this block rebuild the snapshot once, at the end.
+
+        Each change is still its own transaction; searches meanwhile see the snapshot from
+        before the block. Loading hundreds of catalogs otherwise rebuilds hundreds of times.
+        """
+        with self._lock:
+            self._deferred = 0
+        try:
+            yield
+        finally:
+            with self._lock:
+                generation, self._deferred = self._deferred, None
+                if generation:
+                    self._rebuild(generation, force=True)
+
+    # -- vectors and snapshots -------------------------------------------------------------
+
+    def _embed_missing(self, texts: dict[str, str]) -> dict[str, NDArray[np.float32]]:
+        """Vectors for document hashes this process has not seen, from the store or the model."""
+        missing = [h for h in texts if h not in self._vectors]
+        stored = self._store.embeddings(self._embedder.model_id, missing)
+        self._vectors.update(stored)
+        to_embed = [h for h in missing if h not in stored]
+        if not to_embed:
+            return {}
+        vectors = self._embedder.encode([texts[h] for h in to_embed], progress=self._progress)
+        return dict(zip(to_embed, vectors, strict=True))
+
+    def _ensure_vectors(self, texts: dict[str, str]) -> int:
+        new_vectors = self._embed_missing(texts)
+        if new_vectors:
+            self._store.put_embeddings(self._embedder.model_id, new_vectors)
+            self._vectors.update(new_vectors)
+        return len(new_vectors)
+
+    def _rebuild(self, generation: int, *, force: bool = False) -> int:
+        """Builds and publishes the snapshot of `generation`; returns its tool count."""
+        if self._deferred is not None and not force:
+            self._deferred = generation
+            return 0
+        live = list(self._live.values())
+        entries = [entry for catalog in live for entry in catalog.entries]
+        keys = [doc_hash for catalog in live for doc_hash in catalog.doc_hashes]
+        documents = [text for catalog in live for text in catalog.documents]
+        rows = [self._vectors[doc_hash] for doc_hash in keys]
+        dimension = self._embedder.dimension
+        matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+        partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
+        # Built whole (BM25 document index included) before the swap, so no search pays for
+        # it: the old snapshot answers meanwhile.
+        index = ToolIndex(
+            entries, matrix, generation, partition=partition, keys=keys, documents=documents
+        )
+        views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
+        self._publish(Snapshot(index, views))
+        self._generation = generation
+        return len(entries)
+
+    def _partition_for(self, matrix: NDArray[np.float32]) -> Partition:
+        """The IVF partition for a corpus this size: the current one, the stored one, or a new
+        one trained now and stored (so a restart does not train again)."""
+        size = len(matrix)
+        if self._partition is not None and self._partition.fits(size):
+            return self._partition
+        model = self._embedder.model_id
+        stored = self._store.partition(model)
+        if stored is not None and stored[0].shape[1] == matrix.shape[1]:
+            candidate = Partition(*stored)
+            if candidate.fits(size):
+                self._partition = candidate
+                return candidate
+        started = time.perf_counter()
+        self._partition = Partition.train(matrix)
+        self._store.put_partition(model, self._partition.centroids, size)
+        logger.info(
+            "trained an IVF partition of %d lists on %d tools in %.2fs",
+            len(self._partition.centroids),
+            size,
+            time.perf_counter() - started,
+        )
+        return self._partition
