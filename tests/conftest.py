@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -14,6 +15,7 @@ import pytest
 from numpy.typing import NDArray
 
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
+from indexer.evaluation.datasets import datasets_dir
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
@@ -29,6 +31,9 @@ if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "catalogs"
 DATA = Path(__file__).resolve().parent / "data"
+# The labeled sets: CAPREG_DATASETS (as `.ci/run` sets it), else ../shared/datasets. The test
+# suite is an edge like the CLI: it reads the environment here, once.
+DATASETS = datasets_dir(os.environ.get("CAPREG_DATASETS"))
 
 
 class CountingEmbedder:

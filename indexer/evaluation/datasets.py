@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -53,9 +52,9 @@ class Dataset:
     queries: tuple[LabeledQuery, ...]
 
 
-def default_datasets_dir() -> Path:
-    """CAPREG_DATASETS, else ../shared/datasets seen from the working directory."""
-    configured = os.environ.get("CAPREG_DATASETS")
+def datasets_dir(configured: Path | str | None = None) -> Path:
+    """`configured` (the CLI passes CAPREG_DATASETS), else ../shared/datasets seen from the
+    working directory."""
     return Path(configured) if configured else Path.cwd() / ".." / "shared" / "datasets"
 
 
@@ -362,11 +361,11 @@ DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)
 
 
 def load_dataset(name: str, root: Path | str | None = None) -> Dataset:
-    """Load one dataset by name (see DATASET_NAMES) from `root` (default_datasets_dir())."""
+    """Load one dataset by name (see DATASET_NAMES) from `root` (default: datasets_dir())."""
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASET_NAMES)}")
     subfolder, loader = _LOADERS[name]
-    base = Path(root) if root is not None else default_datasets_dir()
+    base = datasets_dir(root)
     if not base.is_dir():
         raise FileNotFoundError(f"datasets folder not found: {base} (set CAPREG_DATASETS)")
     folder = base / subfolder

@@ -14,17 +14,18 @@ from indexer.evaluation.datasets import (
     CATALOG_NAME_RE,
     DATASET_NAMES,
     Dataset,
-    default_datasets_dir,
+    datasets_dir,
     load_dataset,
     slugify,
 )
+from tests.conftest import DATASETS
 
 pytestmark = pytest.mark.slow
 
 
 @cache
 def _dataset(name: str) -> Dataset:
-    return load_dataset(name)
+    return load_dataset(name, DATASETS)
 
 
 @cache
@@ -42,7 +43,7 @@ def _tool_ids(name: str) -> list[str]:
 
 
 def _raw(relative: str) -> Any:
-    return json.loads((default_datasets_dir() / relative).read_text(encoding="utf-8"))
+    return json.loads((DATASETS / relative).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
@@ -231,7 +232,7 @@ def test_stabletoolbench_query_ids_carry_the_file_stem() -> None:
 
 
 def test_metatool_keeps_the_first_label_of_a_repeated_query() -> None:
-    path = default_datasets_dir() / "metatool" / "all_clean_data.csv"
+    path = DATASETS / "metatool" / "all_clean_data.csv"
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     first_label: dict[str, str] = {}
@@ -249,7 +250,7 @@ def test_metatool_multi_queries_have_two_gold_tools() -> None:
 
 def test_an_unknown_dataset_name_lists_the_valid_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown dataset 'toolbench'.*livemcpbench"):
-        load_dataset("toolbench")
+        load_dataset("toolbench", DATASETS)
 
 
 def test_a_missing_datasets_folder_is_named_in_the_error(tmp_path: Path) -> None:
@@ -260,13 +261,10 @@ def test_a_missing_datasets_folder_is_named_in_the_error(tmp_path: Path) -> None
         load_dataset("livemcpbench", tmp_path)
 
 
-def test_the_datasets_folder_comes_from_capreg_datasets(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("CAPREG_DATASETS", str(tmp_path))
-    assert default_datasets_dir() == tmp_path
-    monkeypatch.delenv("CAPREG_DATASETS")
-    assert default_datasets_dir() == Path.cwd() / ".." / "shared" / "datasets"
+def test_the_datasets_folder_is_the_configured_one_else_the_shared_one(tmp_path: Path) -> None:
+    assert datasets_dir(tmp_path) == tmp_path
+    assert datasets_dir(str(tmp_path)) == tmp_path
+    assert datasets_dir(None) == Path.cwd() / ".." / "shared" / "datasets"
 
 
 @pytest.mark.parametrize(

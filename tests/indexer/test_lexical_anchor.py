@@ -12,6 +12,7 @@ import pytest
 from indexer.evaluation.datasets import LabeledQuery, load_dataset
 from indexer.evaluation.metrics import evaluate
 from indexer.retrieval.lexical import LexicalIndex, protocol_tool_text
+from tests.conftest import DATASETS
 
 ANCHOR_KEYS = ("precision@1", "recall@5", "ndcg@10", "recall@10")
 # Datasets README: BM25 on livemcpbench, as percentages with two decimals.
@@ -77,7 +78,7 @@ def test_protocol_tool_text_keeps_non_ascii_text() -> None:
 def _livemcpbench_rankings() -> tuple[tuple[LabeledQuery, list[tuple[str, float]]], ...]:
     """Every query with the whole corpus ranked as (tool id, score), from the catalogs as a
     user would register them (parsed with json.loads, not the registry's parser)."""
-    dataset = load_dataset("livemcpbench")
+    dataset = load_dataset("livemcpbench", DATASETS)
     ids: list[str] = []
     texts: list[str] = []
     for catalog in dataset.catalogs:

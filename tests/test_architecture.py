@@ -1,0 +1,240 @@
+"""The layout's promises, checked on the source: no import cycles, imports only downward, the
+model and index libraries behind their one module, no environment reads below the edge, and
+every RPC through the status mapping."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from registry.proto import registry_pb2
+from registry.servicer import CapabilityRegistryServicer
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("indexer", "registry", "mcp_bridge")
+# Function-local imports count: one that dodges a cycle is still a cycle.
+Graph = dict[str, set[str]]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_files() -> Iterator[Path]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "proto" not in path.relative_to(ROOT).parts:
+                yield path
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """Project modules `path` imports, anywhere in it (`from a import b`: `a.b` if a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if child in known else node.module)
+    return {name for name in found if name.split(".")[0] in PACKAGES}
+
+
+def import_graph() -> Graph:
+    paths = list(source_files())
+    known = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, known) - {module_name(p)} for p in paths}
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def within(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+GRAPH = import_graph()
+INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors")
+# What each indexer sub-package may import of the project, besides itself.
+INDEXER_ALLOWED = {
+    "indexer.formats": INDEXER_BASE,
+    "indexer.embedding": INDEXER_BASE,
+    "indexer.retrieval": (*INDEXER_BASE, "indexer.embedding.protocol"),
+    "indexer.evaluation": (*INDEXER_BASE, "indexer.retrieval"),
+}
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_the_indexer_never_imports_the_service_or_the_bridge() -> None:
+    upward = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        if within(module, "indexer")
+        for target in targets
+        if not within(target, "indexer")
+    }
+    assert upward == set()
+
+
+@pytest.mark.parametrize("package", sorted(INDEXER_ALLOWED))
+def test_each_indexer_sub_package_imports_only_downward(package: str) -> None:
+    allowed = (package, *INDEXER_ALLOWED[package])
+    outside = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        if within(module, package)
+        for target in targets
+        if not within(target, *allowed)
+    }
+    assert outside == set()
+
+
+def test_the_bridge_reaches_the_registry_only_through_its_client() -> None:
+    allowed = ("mcp_bridge", "registry.client", "registry.wire", "registry.proto")
+    outside = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        if within(module, "mcp_bridge")
+        for target in targets
+        if not within(target, *allowed)
+    }
+    assert outside == set()
+
+
+def test_only_the_edge_imports_the_cli_and_the_server() -> None:
+    """The CLI composes everything; the server composes the core. Nothing below them
+    reaches up to either."""
+    for module, targets in GRAPH.items():
+        if not within(module, "registry.cli"):
+            assert not {t for t in targets if within(t, "registry.cli")}, module
+        if not within(module, "registry.cli", "registry.server"):
+            assert not {t for t in targets if within(t, "registry.server")}, module
+
+
+def third_party_importers(library: str) -> set[str]:
+    found = set()
+    for path in source_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            if any(within(name, library) for name in names):
+                found.add(module_name(path))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("library", "owners"),
+    [
+        ("faiss", {"indexer.retrieval.vector_index"}),
+        ("sentence_transformers", {"indexer.embedding.torch"}),
+        ("onnxruntime", {"indexer.embedding.onnx"}),
+        ("torch", {"indexer.embedding.onnx"}),  # the one-off ONNX export
+        ("bm25s", {"indexer.retrieval.lexical"}),
+    ],
+)
+def test_each_heavy_library_is_imported_by_its_one_module(library: str, owners: set[str]) -> None:
+    assert third_party_importers(library) == owners
+
+
+# The two embedding backends switch the model libraries' hub access off before importing
+# them: a write of those two switches, not configuration read from the environment.
+HUB_SWITCHES = {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"}
+
+
+def environment_reads(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "setdefault"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in HUB_SWITCHES
+        ):
+            allowed.add(id(node.func.value))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+        and node.attr in ("environ", "getenv", "environb")
+        and id(node) not in allowed
+    ]
+
+
+def test_no_library_module_reads_the_environment() -> None:
+    edge = ("registry.cli", "mcp_bridge.cli")
+    readers = {
+        module_name(path): lines
+        for path in source_files()
+        if not within(module_name(path), *edge) and (lines := environment_reads(path))
+    }
+    assert readers == {}
+
+
+RPCS = sorted(registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].methods_by_name)
+
+
+def test_the_service_has_rpcs_to_check() -> None:
+    assert {"Search", "GetSchema", "RegisterCatalog", "DeleteCatalog", "ListCatalogs"} <= set(RPCS)
+
+
+@pytest.mark.parametrize("rpc", RPCS)
+def test_every_rpc_goes_through_the_status_mapping(rpc: str) -> None:
+    method = CapabilityRegistryServicer.__dict__.get(rpc)
+    assert method is not None, f"{rpc} is not implemented"
+    # functools.wraps in registry.status.mapped leaves the handler under __wrapped__.
+    assert getattr(method, "__wrapped__", None) is not None
+    assert method.__module__ == "registry.servicer"
+    assert method.__qualname__.endswith(rpc)
+    assert method.__code__.co_filename.endswith("status.py")
