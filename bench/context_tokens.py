@@ -163,8 +163,10 @@ def bridge_tools_tokens(encoding: str) -> int:
         server = build_server(
             AsyncRegistryClient(RegistryTarget(address="127.0.0.1:9")), static_key(None)
         )
-        return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in
-                await server.list_tools()]  # fmt: skip
+        return [
+            t.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for t in await server.list_tools()
+        ]
 
     return count_tokens(json.dumps({"tools": asyncio.run(listed())}, ensure_ascii=False), encoding)
 
@@ -188,8 +190,9 @@ def run_task(registry: Registry, task: LabeledQuery, encoding: str) -> tuple[int
     return tokens, len(needed)
 
 
-def measure(registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery],
-            encoding: str, seed: int) -> list[SizeResult]:  # fmt: skip
+def measure(
+    registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery], encoding: str, seed: int
+) -> list[SizeResult]:
     rng = random.Random(seed)
     by_id = {item.tool.id: item for item in pool}
     bridge = bridge_tools_tokens(encoding)
@@ -217,8 +220,9 @@ def measure(registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery],
     return results
 
 
-def pick_tasks(rng: random.Random, tasks: list[LabeledQuery], by_id: dict[str, PoolTool],
-               size: int) -> tuple[list[LabeledQuery], set[str]]:  # fmt: skip
+def pick_tasks(
+    rng: random.Random, tasks: list[LabeledQuery], by_id: dict[str, PoolTool], size: int
+) -> tuple[list[LabeledQuery], set[str]]:
     """Tasks whose needed tools fill at most a third of the catalog (at least one task)."""
     chosen: list[LabeledQuery] = []
     gold: set[str] = set()

@@ -43,9 +43,21 @@ TOLERANCE = 0.5
 def evaluate(dataset: str, embedder: str, index: str, workdir: Path) -> dict[str, float]:
     out = workdir / f"{dataset.replace(':', '-')}-{embedder}-{index}.json"
     command = [
-        sys.executable, "-m", "registry.cli", "eval", "--dataset", dataset,
-        "--retriever", "default", "--embedder", embedder, "--index", index, "--json", str(out),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "registry.cli",
+        "eval",
+        "--dataset",
+        dataset,
+        "--retriever",
+        "default",
+        "--embedder",
+        embedder,
+        "--index",
+        index,
+        "--json",
+        str(out),
+    ]
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     metrics: dict[str, float] = json.loads(out.read_text())["metrics"]
     return {name: 100 * metrics[name] for name in FIGURES}

@@ -219,8 +219,14 @@ def measure_server(db: Path, size: int, queries: list[str], log: Path) -> dict[s
                 address, [repeated], clients, 5.0, distinct=False
             )
         memory = rss_mb(process.pid)
-    return {"size": size, "startup_s": startup_s, "uncached": pcts(uncached),
-            "cached": pcts(cached), "rss_mb": memory, **rates}  # fmt: skip
+    return {
+        "size": size,
+        "startup_s": startup_s,
+        "uncached": pcts(uncached),
+        "cached": pcts(cached),
+        "rss_mb": memory,
+        **rates,
+    }
 
 
 def main() -> None:
@@ -251,8 +257,14 @@ def main() -> None:
         rate = cold_rate(embedder, tools)
         store.close()
         served = measure_server(db, size, queries, WORKDIR / f"serve-{size}.log")
-        row = {**built, **served, **compared, "floor_ms": floor,
-               "floor_intents_ms": floor_intents, "cold_tools_per_s": rate}  # fmt: skip
+        row = {
+            **built,
+            **served,
+            **compared,
+            "floor_ms": floor,
+            "floor_intents_ms": floor_intents,
+            "cold_tools_per_s": rate,
+        }
         print(row)
         rows.append(row)
     write_report(rows, args)
@@ -278,14 +290,23 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
         if size in by_size:
             r = by_size[size]
             p50 = r["uncached"][0]
-            add(f"uncached p50 at {size:,} <= {limit:g} ms", p50, p50 <= limit,
+            add(
+                f"uncached p50 at {size:,} <= {limit:g} ms",
+                p50,
+                p50 <= limit,
                 f"floor {r['floor_ms']:.1f} ms (encode + search), {r['floor_intents_ms']:.1f} ms "
-                "with clauses", " ms")  # fmt: skip
+                "with clauses",
+                " ms",
+            )
     for r in rows:
         ratio = r["uncached"][0] / r["floor_ms"]
-        add(f"p50 / floor at {r['size']:,} <= 1.3", ratio, ratio <= 1.3,
+        add(
+            f"p50 / floor at {r['size']:,} <= 1.3",
+            ratio,
+            ratio <= 1.3,
             f"ranking after the encode; {r['uncached'][0] / r['floor_intents_ms']:.2f} against "
-            "the floor with clauses")  # fmt: skip
+            "the floor with clauses",
+        )
     if 100_000 in by_size and "ivf_recall_10" in by_size[100_000]:
         recall = by_size[100_000]["ivf_recall_10"]
         add("IVF recall@10 at 100,000 >= 0.99", recall, recall >= 0.99, "lists probed", digits=4)
@@ -301,8 +322,12 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
     add(">= 1,500 cached searches/s, 32 clients", least, least >= 1500, "gRPC and Python")
     if 10_000 in by_size:
         r = by_size[10_000]
-        add(">= 150 uncached searches/s, 8 clients, 10k", r["uncached_8"], r["uncached_8"] >= 150,
-            f"one model pass per request (floor {r['floor_ms']:.1f} ms on 2 cores)")  # fmt: skip
+        add(
+            ">= 150 uncached searches/s, 8 clients, 10k",
+            r["uncached_8"],
+            r["uncached_8"] >= 150,
+            f"one model pass per request (floor {r['floor_ms']:.1f} ms on 2 cores)",
+        )
         add(
             "re-registering 10k unchanged tools <= 3 s",
             r["warm_s"],
@@ -316,8 +341,13 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
     )
     if 100_000 in by_size:
         r = by_size[100_000]
-        add("start-up with 100k stored <= 10 s", r["startup_s"], r["startup_s"] <= 10,
-            "parsing and indexing 100k tools", " s")  # fmt: skip
+        add(
+            "start-up with 100k stored <= 10 s",
+            r["startup_s"],
+            r["startup_s"] <= 10,
+            "parsing and indexing 100k tools",
+            " s",
+        )
         add("RSS at 100k <= 1,500 MB", r["rss_mb"], r["rss_mb"] <= 1500, "vectors and tools", " MB")
     return lines
 

@@ -24,8 +24,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def per_query(dataset: str, retrievers: list[str], folder: Path) -> dict[str, list[Any]]:
     out = folder / "answers.json"
-    command = [sys.executable, "-m", "registry.cli", "eval", "--dataset", dataset,
-               "--per-query", "--json", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "registry.cli",
+        "eval",
+        "--dataset",
+        dataset,
+        "--per-query",
+        "--json",
+        str(out),
+    ]
     command += [arg for retriever in retrievers for arg in ("--retriever", retriever)]
     result = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     if result.returncode:  # capreg eval has named the problem on stderr
@@ -66,10 +75,16 @@ def main() -> None:
             f"python -m bench.query_diff --dataset {args.dataset} --base {args.base} "
             f"--other {args.other} --k {args.k} --out {args.out}"
         )
-        lines = [f"# {args.other} against {args.base} on {args.dataset}", "",
-                 f"Command: `{command}`", "", summary + ".", "",
-                 f"| query id | recall@{args.k} {args.base} | {args.other} |",
-                 "| --- | --- | --- |"]  # fmt: skip
+        lines = [
+            f"# {args.other} against {args.base} on {args.dataset}",
+            "",
+            f"Command: `{command}`",
+            "",
+            summary + ".",
+            "",
+            f"| query id | recall@{args.k} {args.base} | {args.other} |",
+            "| --- | --- | --- |",
+        ]
         for query_id, before, after in gained + lost:
             lines.append(f"| {query_id} | {before:.2f} | {after:.2f} |")
         args.out.write_text("\n".join(lines) + "\n")

@@ -30,9 +30,20 @@ HEADLINES = [
     ("metatool-multi", "metatool-multi", "recall@5", "BM25 R@5 37", 75.0),
     ("seal-tools dev (tuning)", "seal-tools-dev", "recall@5", "BM25 R@5 89", None),
 ]
-ABLATION = ["bm25", "dense", "hybrid-no-lexical", "hybrid-no-intents", "hybrid-no-catalog",
-            "hybrid-no-cut", "hybrid-no-literal", "hybrid-clauses-apart", "hybrid-z",
-            "hybrid-minmax", "hybrid-rrf", "default"]  # fmt: skip
+ABLATION = [
+    "bm25",
+    "dense",
+    "hybrid-no-lexical",
+    "hybrid-no-intents",
+    "hybrid-no-catalog",
+    "hybrid-no-cut",
+    "hybrid-no-literal",
+    "hybrid-clauses-apart",
+    "hybrid-z",
+    "hybrid-minmax",
+    "hybrid-rrf",
+    "default",
+]
 ABLATION_METRICS = ["precision@1", "recall@5", "ndcg@10", "f1@returned"]
 
 
@@ -100,8 +111,12 @@ def main() -> None:
         found = reports(stem)
         if not found:
             continue
-        ablation += [f"## {label}", "", "| retriever | " + " | ".join(ABLATION_METRICS) + " |",
-                     "|" + " --- |" * (len(ABLATION_METRICS) + 1)]  # fmt: skip
+        ablation += [
+            f"## {label}",
+            "",
+            "| retriever | " + " | ".join(ABLATION_METRICS) + " |",
+            "|" + " --- |" * (len(ABLATION_METRICS) + 1),
+        ]
         for retriever in ABLATION:
             if retriever in found:
                 metrics = found[retriever]["metrics"]

@@ -102,8 +102,11 @@ async def run_server(config: ServerConfig) -> None:
         scan = await asyncio.to_thread(watcher.scan_once)
         logger.info(
             "catalogs in %s: %d registered (%d tools embedded), %d failed; watching for changes",
-            config.catalogs_dir, len(scan.registered), scan.embedded, len(scan.failed),
-        )  # fmt: skip
+            config.catalogs_dir,
+            len(scan.registered),
+            scan.embedded,
+            len(scan.failed),
+        )
     elif config.catalogs_dir:
         report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir)
         embedded = sum(r.embedded for r in report.registered)

@@ -124,9 +124,14 @@ class FolderWatcher:
         report.registered[path] = outcome
         logger.info(
             "%s -> catalog %s: +%d ~%d -%d =%d (%d embedded)",
-            path.name, outcome.catalog, outcome.added, outcome.updated, outcome.removed,
-            outcome.unchanged, outcome.embedded,
-        )  # fmt: skip
+            path.name,
+            outcome.catalog,
+            outcome.added,
+            outcome.updated,
+            outcome.removed,
+            outcome.unchanged,
+            outcome.embedded,
+        )
         if previous is not None and previous != outcome.catalog:
             self._drop(previous, path, report)  # the file now names another catalog
 

@@ -95,9 +95,11 @@ class IntentScores:
     catalog: NDArray[np.float32] | None
 
     def blended(self) -> NDArray[np.float32]:
-        score = self.dense if self.lexical is None else (
-            DENSE_WEIGHT * self.dense + (1.0 - DENSE_WEIGHT) * self.lexical
-        )  # fmt: skip
+        score = (
+            self.dense
+            if self.lexical is None
+            else (DENSE_WEIGHT * self.dense + (1.0 - DENSE_WEIGHT) * self.lexical)
+        )
         if self.catalog is not None:
             score = score + CATALOG_WEIGHT * self.catalog
         return np.asarray(score, dtype=np.float32)

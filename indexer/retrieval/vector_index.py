@@ -148,9 +148,11 @@ class VectorIndex:
                 raise ValueError("an IVF index needs one key per vector")
             lists = partition.assign(keys, self._vectors)
             ivf = faiss.IndexIVFFlat(
-                partition.quantizer, self._dimension, len(partition.centroids),
+                partition.quantizer,
+                self._dimension,
+                len(partition.centroids),
                 faiss.METRIC_INNER_PRODUCT,
-            )  # fmt: skip
+            )
             ivf.is_trained = True
             # Add with the remembered lists: nothing is re-assigned. FAISS reads through
             # raw pointers here, so both arrays are named (kept alive) for the call.

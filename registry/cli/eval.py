@@ -65,14 +65,18 @@ def _report(args: argparse.Namespace) -> int:
     reports = evaluate(plan_from(args))
     first = reports[0]
     cut = args.limit or DEFAULT_LIMIT
-    print(f"{first.dataset}: {first.queries} queries, {first.tools} tools "
-          f"(returned: limit {cut} and the registry's own cut)")  # fmt: skip
+    print(
+        f"{first.dataset}: {first.queries} queries, {first.tools} tools "
+        f"(returned: limit {cut} and the registry's own cut)"
+    )
     print(format_table(reports))
     if first.none["queries"]:
         for report in reports:
-            print(f"{report.retriever}: no-match queries {report.none['queries']}, flagged weak "
-                  f"{report.none['flagged_weak']:.2%}; answerable flagged weak "
-                  f"{report.none['false_weak_rate']:.2%}")  # fmt: skip
+            print(
+                f"{report.retriever}: no-match queries {report.none['queries']}, flagged weak "
+                f"{report.none['flagged_weak']:.2%}; answerable flagged weak "
+                f"{report.none['false_weak_rate']:.2%}"
+            )
     if args.json:
         write_json(reports, Path(args.json), per_query=args.per_query)
     if args.plot:

@@ -112,8 +112,10 @@ def test_directives_hidden_in_parameter_descriptions_are_flagged() -> None:
 def test_errors_and_warnings_are_reported_together() -> None:
     bad = {"name": "b", "description": "", "inputSchema": {"type": "array"}}
     findings = lint_catalog(json.dumps({"tools": [_tool("a", "Adds."), bad]}), name="mixed")
-    assert Finding("error", "tools[1] 'b'.inputSchema: must be a JSON Schema with \"type\": "
-                   '"object"') in findings  # fmt: skip
+    assert (
+        Finding("error", 'tools[1] \'b\'.inputSchema: must be a JSON Schema with "type": "object"')
+        in findings
+    )
     assert Finding("warning", "tool 'b': has no description; search can match only its name") in (
         findings
     )
@@ -130,8 +132,10 @@ def test_lint_command_prints_every_problem_and_fails_on_errors(tmp_path: Path) -
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert f"{broken}: error: [1]: must be an object" in lines
-    assert f"{broken}: error: [0] 'a'.input_schema: must be a JSON Schema with \"type\": " \
-        '"object"' in lines  # fmt: skip
+    assert (
+        f"{broken}: error: [0] 'a'.input_schema: must be a JSON Schema with \"type\": "
+        '"object"' in lines
+    )
     assert any(line.startswith(f"{good}: warning: tool 'updatePet' parameter") for line in lines)
     assert "2 files: 2 errors" in result.stderr
 

@@ -162,8 +162,10 @@ def test_failure_inside_the_transaction_keeps_the_old_version(
     reopened = Registry(Store(store.path), embedder)
     reopened.load()
     assert {e.id for e in reopened.index.entries} == {
-        "mini/get_weather_forecast", "mini/convert_currency", "mini/delete_account",
-    }  # fmt: skip
+        "mini/get_weather_forecast",
+        "mini/convert_currency",
+        "mini/delete_account",
+    }
     assert reopened.catalogs()[0].revision == 1
 
 

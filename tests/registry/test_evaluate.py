@@ -36,16 +36,35 @@ def test_generic_catalogs_and_queries_produce_every_metric(
 ) -> None:
     out, plot = tmp_path / "report.json", tmp_path / "recall.png"
     code = main(
-        ["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(queries_file),
-         "--db", str(tmp_path / "eval.db"), "--json", str(out), "--plot", str(plot)]
-    )  # fmt: skip
+        [
+            "eval",
+            "--catalog",
+            str(DATA / "mini.yaml"),
+            "--queries",
+            str(queries_file),
+            "--db",
+            str(tmp_path / "eval.db"),
+            "--json",
+            str(out),
+            "--plot",
+            str(plot),
+        ]
+    )
     assert code == 0
     reports = json.loads(out.read_text())
     assert [r["retriever"] for r in reports] == ["bm25", "dense", "default"]
     dense = reports[1]
     assert (dense["dataset"], dense["tools"], dense["queries"]) == ("mini-queries", 3, 3)
-    for key in ("precision@1", "recall@5", "f1@5", "ndcg@10", "mrr", "precision@returned",
-                "recall@returned", "f1@returned"):  # fmt: skip
+    for key in (
+        "precision@1",
+        "recall@5",
+        "f1@5",
+        "ndcg@10",
+        "mrr",
+        "precision@returned",
+        "recall@returned",
+        "f1@returned",
+    ):
         assert 0.0 <= dense["metrics"][key] <= 1.0
     assert dense["metrics"]["recall@3"] == 1.0
     assert dense["none"]["queries"] == 1
@@ -77,8 +96,19 @@ def test_livemcpbench_bm25_through_the_registry_matches_the_anchor_up_to_ties(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "bm25.json"
-    main(["eval", "--dataset", "livemcpbench", "--retriever", "bm25",
-          "--db", str(tmp_path / "l.db"), "--json", str(out)])  # fmt: skip
+    main(
+        [
+            "eval",
+            "--dataset",
+            "livemcpbench",
+            "--retriever",
+            "bm25",
+            "--db",
+            str(tmp_path / "l.db"),
+            "--json",
+            str(out),
+        ]
+    )
     metrics = json.loads(out.read_text())["metrics"]
     shown = {k: round(v * 100, 2) for k, v in metrics.items()}
     # Published: P@1 28.72, nDCG@10 31.50, R@10 38.51, R@5 31.68. The registry breaks exact
@@ -98,9 +128,20 @@ async def test_eval_measures_a_running_registry_over_grpc(
     try:
         code = await asyncio.to_thread(
             main,
-            ["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(queries_file),
-             "--server", address, "--retriever", "default", "--json", str(out)],
-        )  # fmt: skip
+            [
+                "eval",
+                "--catalog",
+                str(DATA / "mini.yaml"),
+                "--queries",
+                str(queries_file),
+                "--server",
+                address,
+                "--retriever",
+                "default",
+                "--json",
+                str(out),
+            ],
+        )
     finally:
         await server.stop(None)
     assert code == 0
