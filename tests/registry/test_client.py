@@ -1,6 +1,8 @@
-"""gRPC statuses become typed bridge errors in one place; suggestions survive the trip."""
+"""gRPC statuses become typed client errors in one place; targets and replicas; suggestions survive."""
 
 from __future__ import annotations
+
+import asyncio
 
 import grpc
 import pytest
@@ -11,11 +13,16 @@ from registry.client import (
     InvalidRequest,
     NotFound,
     RegistryCallFailed,
+    RegistryClient,
     RegistryFault,
+    RegistryTarget,
     RegistryUnavailable,
+    channel_target,
     error_for,
     parse_suggestions,
 )
+from registry.core import Registry
+from tests.conftest import start_server
 
 NOT_FOUND_MESSAGE = (
     "unknown tool id: 'hr/get_employe' (did you mean: hr/get_employee, hr/search_employees); "
@@ -75,3 +82,42 @@ def test_an_invalid_schema_request_says_how_to_pass_ids() -> None:
     )
     assert "50" in recovery["error"]
     assert "search_tools" in recovery["fix"]
+
+
+@pytest.mark.parametrize(
+    ("address", "target"),
+    [
+        ("localhost:50051", "localhost:50051"),
+        ("127.0.0.1:1,127.0.0.2:2", "ipv4:127.0.0.1:1,127.0.0.2:2"),
+        ("[::1]:1, [::1]:2", "ipv6:[::1]:1,[::1]:2"),
+    ],
+)
+def test_one_address_or_several_replica_addresses_make_one_channel_target(
+    address: str, target: str
+) -> None:
+    assert channel_target(address) == target
+
+
+@pytest.mark.parametrize(
+    "address", ["", "localhost", "a.example:1,b.example:2", "127.0.0.1:1,[::1]:2", "h:port"]
+)
+def test_a_malformed_target_is_refused_before_any_call(address: str) -> None:
+    with pytest.raises(ValueError, match="address"):
+        RegistryTarget(address=address)
+
+
+async def test_calls_are_spread_over_replica_addresses(sample_registry: Registry) -> None:
+    first, one = await start_server(sample_registry)
+    second, two = await start_server(sample_registry)
+    try:
+        target = RegistryTarget(address=f"{one},{two}", timeout=10.0)
+        with RegistryClient(target) as client:
+            replies = [await asyncio.to_thread(client.list_catalogs) for _ in range(4)]
+        await second.stop(None)
+        with RegistryClient(target) as client:
+            survivor = await asyncio.to_thread(client.list_catalogs)
+    finally:
+        await first.stop(None)
+        await second.stop(None)
+    assert all(r.catalogs for r in replies)
+    assert survivor.catalogs == replies[0].catalogs

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from registry.cli import main
+from registry.config import ServerConfig
 from registry.core import Registry
-from tests.conftest import DATA, start_server
+from registry.keys import KeyStore, add_key
+from tests.conftest import DATA, self_signed_certificate, start_server
 
 QUERIES = [
     {
@@ -148,3 +150,31 @@ async def test_eval_measures_a_running_registry_over_grpc(
     report = json.loads(out.read_text())
     assert (report["retriever"], report["tools"], report["queries"]) == ("default", 3, 3)
     assert report["metrics"]["recall@3"] == 1.0
+
+
+async def test_eval_measures_a_registry_over_tls_with_a_key(
+    empty_registry: Registry, queries_file: Path, tmp_path: Path
+) -> None:
+    """`--server` goes through registry.client, so TLS and API keys work as for every client."""
+    cert, key = self_signed_certificate(tmp_path)
+    keys_file = tmp_path / "keys.yaml"
+    admin = add_key(keys_file, "evaluator", ["registry:admin", "*"])
+    config = ServerConfig(listen="127.0.0.1:0", tls_cert=cert, tls_key=key)
+    server, address = await start_server(empty_registry, config, KeyStore.load(keys_file))
+    out = tmp_path / "tls.json"
+    arguments = ["eval", "--catalog", str(DATA / "mini.yaml"), "--queries", str(queries_file)]
+    arguments += ["--server", address.replace("127.0.0.1", "localhost"), "--ca-file", str(cert)]
+    arguments += ["--api-key", admin, "--timeout", "10", "--retriever", "default"]
+    arguments += ["--json", str(out)]
+    try:
+        code = await asyncio.to_thread(main, arguments)
+        # The same call without the CA is refused by the handshake, and says so in one line.
+        index = arguments.index("--ca-file")
+        without_ca = arguments[:index] + arguments[index + 2 :]
+        plain = await asyncio.to_thread(main, without_ca)
+    finally:
+        await server.stop(None)
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert (report["tools"], report["metrics"]["recall@3"]) == (3, 1.0)
+    assert plain != 0
