@@ -1,4 +1,4 @@
-"""gRPC statuses become typed client errors in one place; targets and replicas; suggestions survive."""
+"""Statuses become typed client errors in one place; targets and replicas; suggestions survive."""
 
 from __future__ import annotations
 
