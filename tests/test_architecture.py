@@ -5,94 +5,13 @@ every RPC through the status mapping."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bench.layout import cycles, import_graph, module_name, source_files, within
 from registry.proto import registry_pb2
 from registry.servicer import CapabilityRegistryServicer
-
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("indexer", "registry", "mcp_bridge")
-# Function-local imports count: one that dodges a cycle is still a cycle.
-Graph = dict[str, set[str]]
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def source_files() -> Iterator[Path]:
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if "proto" not in path.relative_to(ROOT).parts:
-                yield path
-
-
-def imports_of(path: Path, known: set[str]) -> set[str]:
-    """Project modules `path` imports, anywhere in it (`from a import b`: `a.b` if a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                child = f"{node.module}.{alias.name}"
-                found.add(child if child in known else node.module)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
-
-
-def import_graph() -> Graph:
-    paths = list(source_files())
-    known = {module_name(p) for p in paths}
-    return {module_name(p): imports_of(p, known) - {module_name(p)} for p in paths}
-
-
-def cycles(graph: Graph) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in graph.get(node, ()):
-            if target not in graph:
-                continue
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def within(name: str, *prefixes: str) -> bool:
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
-
 
 GRAPH = import_graph()
 INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors")
