@@ -15,7 +15,7 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Tool:
     """One callable tool as the registry stores and serves it."""
 
@@ -51,7 +51,7 @@ class Tool:
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Catalog:
     """A named set of tools registered, replaced and deleted as a whole."""
 

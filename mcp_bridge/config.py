@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from registry.client import RegistryTarget
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class HttpListen:
     """Where streamable HTTP is served; port 0 picks a free port."""
 
@@ -16,7 +16,7 @@ class HttpListen:
     path: str = "/mcp"
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class BridgeConfig:
     registry: RegistryTarget
     # None: serve one client over stdio with `api_key`; else serve HTTP, where each client

@@ -98,7 +98,7 @@ def normalise_query(text: str) -> str:
     return " ".join(folded.split())
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class SearchCacheKey:
     """Everything a search result depends on; fields are canonicalised on construction.
 

@@ -66,7 +66,7 @@ def generic_catalogs(paths: Sequence[Path]) -> list[CatalogSource]:
     sources = []
     for file in files:
         content = file.read_text(encoding="utf-8")
-        sources.append(CatalogSource(request_name(file, content), content, ""))
+        sources.append(CatalogSource(name=request_name(file, content), content=content, format=""))
     return sources
 
 
@@ -86,7 +86,11 @@ def read_queries(path: Path) -> list[LabeledQuery]:
             if not isinstance(entry["query"], str) or not isinstance(relevant, list):
                 raise TypeError("query must be a string and relevant a list")
             queries.append(
-                LabeledQuery(str(entry.get("id", number)), entry["query"], frozenset(relevant))
+                LabeledQuery(
+                    id=str(entry.get("id", number)),
+                    query=entry["query"],
+                    relevant=frozenset(relevant),
+                )
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EvalError(f"{path}:{number}: {exc}") from exc
@@ -111,9 +115,9 @@ def in_process_searcher(registry: Registry, retriever: str, depth: int, limit: i
         ranked = registry.search(query, depth, retriever=retriever)
         returned = registry.search(query, limit, retriever=retriever)
         return Answer(
-            tuple(h.entry.id for h in ranked.hits),
-            tuple(h.entry.id for h in returned.hits),
-            returned.weak_match,
+            ranked=tuple(h.entry.id for h in ranked.hits),
+            returned=tuple(h.entry.id for h in returned.hits),
+            weak=returned.weak_match,
         )
 
     return search
@@ -124,9 +128,9 @@ def remote_searcher(client: RegistryClient, depth: int, limit: int) -> Searcher:
         ranked = client.search(query, limit=depth)
         returned = client.search(query, limit=limit)
         return Answer(
-            tuple(h.id for h in ranked.hits),
-            tuple(h.id for h in returned.hits),
-            returned.weak_match,
+            ranked=tuple(h.id for h in ranked.hits),
+            returned=tuple(h.id for h in returned.hits),
+            weak=returned.weak_match,
         )
 
     return search

@@ -50,7 +50,7 @@ class KeyInfo:
     created: str
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class PrincipalInfo:
     """What may be shown about a principal; digests are deliberately absent."""
 
@@ -59,7 +59,7 @@ class PrincipalInfo:
     keys: tuple[KeyInfo, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Revocation:
     """What `revoke` removed: one key, or a principal with all of its keys."""
 
@@ -68,14 +68,14 @@ class Revocation:
     key_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class _KeyRecord:
     id: str
     digest: str
     created: str
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class _PrincipalRecord:
     name: str
     scopes: tuple[str, ...]
@@ -301,11 +301,13 @@ def revoke(path: str | os.PathLike[str], name_or_key_id: str) -> Revocation:
         if is_key_id and any(key.id == name_or_key_id for key in record.keys):
             kept = tuple(key for key in record.keys if key.id != name_or_key_id)
             records[i] = _PrincipalRecord(name=record.name, scopes=record.scopes, keys=kept)
-            revocation = Revocation("key", record.name, (name_or_key_id,))
+            revocation = Revocation(kind="key", principal=record.name, key_ids=(name_or_key_id,))
             break
         if not is_key_id and record.name == name_or_key_id:
             del records[i]
-            revocation = Revocation("principal", record.name, tuple(k.id for k in record.keys))
+            revocation = Revocation(
+                kind="principal", principal=record.name, key_ids=tuple(k.id for k in record.keys)
+            )
             break
     else:
         what = "key id" if is_key_id else "principal"

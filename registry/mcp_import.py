@@ -46,7 +46,7 @@ class ImportFailed(Exception):
     """The server could not be started, reached, or listed; the message says which."""
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class McpSource:
     """Where the server is: a command to start over stdio, or a streamable HTTP URL."""
 

@@ -25,14 +25,14 @@ logger = logging.getLogger(__name__)
 DEFAULT_INTERVAL = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class FileStamp:
     mtime_ns: int
     size: int
     inode: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ScanReport:
     """What one scan did: files registered, catalogs deleted, files that failed to register."""
 
@@ -106,7 +106,9 @@ class FolderWatcher:
                 stat = path.stat()
             except FileNotFoundError:
                 continue  # removed between listing and stat: the next scan sees it gone
-            stamps[path] = FileStamp(stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            stamps[path] = FileStamp(
+                mtime_ns=stat.st_mtime_ns, size=stat.st_size, inode=stat.st_ino
+            )
         return stamps
 
     def _register(self, path: Path, report: ScanReport) -> None:

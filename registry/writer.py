@@ -49,7 +49,7 @@ class RegisterOutcome:
     embedded: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Live:
     """A stored catalog with the document texts and hashes of its tools, in the same order."""
 
@@ -144,7 +144,9 @@ class Writer:
                 documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
                 hashes = tuple(document_hash(text) for text in documents)
                 texts.update(zip(hashes, documents, strict=True))
-                live[stored.catalog.name] = _Live(stored, documents, hashes)
+                live[stored.catalog.name] = _Live(
+                    stored=stored, documents=documents, doc_hashes=hashes
+                )
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
@@ -257,7 +259,7 @@ class Writer:
         if current is not None:
             self._forget_functions(current)
         stored = StoredCatalog(catalog=catalog, revision=revision, tools=stored_tools)
-        self._live[catalog.name] = _Live(stored, tuple(texts), hashes)
+        self._live[catalog.name] = _Live(stored=stored, documents=tuple(texts), doc_hashes=hashes)
         self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
         self._rebuild(generation)
         logger.info(

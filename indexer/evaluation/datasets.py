@@ -25,7 +25,7 @@ _STABLETOOLBENCH_FILES = (
 _LIVEMCPBENCH_DROPPED_SERVER = "bing-cn-mcp"
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class CatalogSource:
     """One catalog file as a user would register it: its name, text and format."""
 
@@ -34,7 +34,7 @@ class CatalogSource:
     format: str  # "mcp" or "native", as in docs/catalog-format.md
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class LabeledQuery:
     """A query and the ids (`<catalog>/<tool name>`) of the tools that answer it."""
 
@@ -43,7 +43,7 @@ class LabeledQuery:
     relevant: frozenset[str]
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Dataset:
     """A named benchmark: the catalogs to register and the labeled queries to run on them."""
 
@@ -160,8 +160,10 @@ def _load_livemcpbench(folder: Path) -> Dataset:
             for tool_id in ids_by_tool_name.get(name, ())
         )
         if relevant:
-            queries.append(LabeledQuery(task["task_id"], task["Question"], relevant))
-    return Dataset("livemcpbench", tuple(catalogs), tuple(queries))
+            queries.append(
+                LabeledQuery(id=task["task_id"], query=task["Question"], relevant=relevant)
+            )
+    return Dataset(name="livemcpbench", catalogs=tuple(catalogs), queries=tuple(queries))
 
 
 # --- seal-tools -------------------------------------------------------------------------------
@@ -202,13 +204,13 @@ def _load_seal_tools(folder: Path, split: str) -> Dataset:
     )
     queries = tuple(
         LabeledQuery(
-            row["id"],
-            row["query"],
-            frozenset(f"seal-tools/{call['api']}" for call in row["calling"]),
+            id=row["id"],
+            query=row["query"],
+            relevant=frozenset(f"seal-tools/{call['api']}" for call in row["calling"]),
         )
         for row in _read_jsonl(folder / f"{split}.jsonl")
     )
-    return Dataset(f"seal-tools:{split}", (catalog,), queries)
+    return Dataset(name=f"seal-tools:{split}", catalogs=(catalog,), queries=queries)
 
 
 # --- stabletoolbench --------------------------------------------------------------------------
@@ -281,16 +283,16 @@ def _load_stabletoolbench(folder: Path) -> Dataset:
         catalogs.append(_native_catalog(catalog_name, description, tools, title=service))
     queries = tuple(
         LabeledQuery(
-            f"{stem}:{row['query_id']}",
-            row["query"],
-            frozenset(
+            id=f"{stem}:{row['query_id']}",
+            query=row["query"],
+            relevant=frozenset(
                 f"{catalog_of[service]}/{api_name}" for service, api_name in row["relevant APIs"]
             ),
         )
         for stem, rows in files
         for row in rows
     )
-    return Dataset("stabletoolbench", tuple(catalogs), queries)
+    return Dataset(name="stabletoolbench", catalogs=tuple(catalogs), queries=queries)
 
 
 # --- metatool -------------------------------------------------------------------------------
@@ -323,20 +325,24 @@ def _load_metatool(folder: Path) -> Dataset:
             seen.add(row["Query"])
             queries.append(
                 LabeledQuery(
-                    f"metatool:{row_number}", row["Query"], frozenset({f"metatool/{row['Tool']}"})
+                    id=f"metatool:{row_number}",
+                    query=row["Query"],
+                    relevant=frozenset({f"metatool/{row['Tool']}"}),
                 )
             )
-    return Dataset("metatool", (_metatool_catalog(folder),), tuple(queries))
+    return Dataset(name="metatool", catalogs=(_metatool_catalog(folder),), queries=tuple(queries))
 
 
 def _load_metatool_multi(folder: Path) -> Dataset:
     queries = tuple(
         LabeledQuery(
-            f"metatool-multi:{index}", row["query"], frozenset(f"metatool/{t}" for t in row["tool"])
+            id=f"metatool-multi:{index}",
+            query=row["query"],
+            relevant=frozenset(f"metatool/{t}" for t in row["tool"]),
         )
         for index, row in enumerate(_read_json(folder / "multi_tool_query_golden.json"))
     )
-    return Dataset("metatool-multi", (_metatool_catalog(folder),), queries)
+    return Dataset(name="metatool-multi", catalogs=(_metatool_catalog(folder),), queries=queries)
 
 
 # --- entry point ------------------------------------------------------------------------------

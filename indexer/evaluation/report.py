@@ -31,7 +31,7 @@ TABLE_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Answer:
     """What the registry answered for one query."""
 
@@ -46,7 +46,7 @@ class Answer:
 Searcher = Callable[[str], Answer]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     dataset: str
     retriever: str
@@ -116,7 +116,16 @@ def run(
         "flagged_weak": weak_on_none / none_count if none_count else 0.0,
         "false_weak_rate": weak_on_answerable / answerable if answerable else 0.0,
     }
-    return Report(dataset, retriever, tools, answerable, metrics, none, curve, per_query)
+    return Report(
+        dataset=dataset,
+        retriever=retriever,
+        tools=tools,
+        queries=answerable,
+        metrics=metrics,
+        none=none,
+        recall_curve=curve,
+        per_query=per_query,
+    )
 
 
 def format_table(reports: Iterable[Report], *, percent: bool = True) -> str:

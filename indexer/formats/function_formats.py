@@ -23,7 +23,12 @@ FIELDS = {
 
 def convert(document: object, fmt: str) -> Converted:
     """Maps an OpenAI or Anthropic tool list; problems name the entry as the file writes it."""
-    converted = Converted(fmt, {"capreg": NATIVE_VERSION, "tools": []}, [], dict(FIELDS[fmt]))
+    converted = Converted(
+        format=fmt,
+        document={"capreg": NATIVE_VERSION, "tools": []},
+        sources=[],
+        fields=dict(FIELDS[fmt]),
+    )
     entries, prefix = _entries(document)
     if entries is None:
         converted.problems.append(

@@ -42,7 +42,9 @@ class _Skip(Exception):
 
 
 def convert(document: object) -> Converted:
-    converted = Converted("openapi", {"capreg": 1, "tools": []}, [], dict(FIELDS))
+    converted = Converted(
+        format="openapi", document={"capreg": 1, "tools": []}, sources=[], fields=dict(FIELDS)
+    )
     problems = converted.problems
     if not isinstance(document, dict):
         problems.append("(root): an OpenAPI document must be an object")

@@ -68,7 +68,7 @@ class CatalogError(CapregError, ValueError):
         super().__init__(f"{label}: {shown}{suffix}")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Converted:
     """A foreign catalog as a native document, remembering where each tool came from.
 

@@ -38,7 +38,7 @@ _SPLIT = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Levers:
     """Which parts of the hybrid ranking are on (all of them in service; the evaluation's
     ablation turns them off one by one to measure each one's contribution)."""
@@ -85,7 +85,7 @@ def clause_spans(query: str, clauses: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class IntentScores:
     """One intent's scores over the candidate rows, each already on the common scale (so
     scoring a subset gives the same numbers as scoring everything)."""

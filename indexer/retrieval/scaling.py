@@ -32,7 +32,7 @@ EXACT_ONLY = frozenset({Scaling.MIN_MAX, Scaling.RRF})
 RRF_K = 60
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Spread:
     """One retriever's scores for one intent over the whole corpus: their mean, standard
     deviation and lowest value (NaN where not known: the IVF path has no exact minimum)."""
@@ -45,12 +45,12 @@ class Spread:
     def of(cls, scores: NDArray[np.float32], scaling: Scaling) -> Spread:
         """The statistics `scaling` needs, from every score (the others stay NaN)."""
         if not len(scores):
-            return cls(0.0, 0.0, 0.0)
+            return cls(mean=0.0, std=0.0, low=0.0)
         nan = float("nan")
         return cls(
-            float(scores.mean()),
-            float(scores.std()) if scaling == Scaling.Z else nan,
-            float(scores.min()) if scaling == Scaling.MIN_MAX else nan,
+            mean=float(scores.mean()),
+            std=float(scores.std()) if scaling == Scaling.Z else nan,
+            low=float(scores.min()) if scaling == Scaling.MIN_MAX else nan,
         )
 
     def scaled(self, scores: NDArray[np.float32], scaling: Scaling) -> NDArray[np.float32]:
@@ -100,11 +100,11 @@ def spread_from_moments(
     q = np.asarray(query, dtype=np.float64).ravel()
     mean = float(q @ mean_vector)
     if scaling != Scaling.Z:
-        return Spread(mean, float("nan"))
+        return Spread(mean=mean, std=float("nan"))
     second = float(q @ gram @ q)
     variance = second - mean * mean
     # Rounding leaves a tiny variance where there is none (one row, or identical rows): the
     # scores are equal and must standardise to zero, not to amplified noise.
     if variance <= 1e-9 * max(second, 1e-12):
         variance = 0.0
-    return Spread(mean, float(np.sqrt(variance)))
+    return Spread(mean=mean, std=float(np.sqrt(variance)))

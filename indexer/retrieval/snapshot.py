@@ -40,7 +40,7 @@ def everything(_required: frozenset[str]) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class IndexedTool:
     """A tool with what serving it needs: scopes, function name and catalog facts."""
 
@@ -61,7 +61,7 @@ class IndexedTool:
         return summary(self.tool.description)
 
 
-@dataclass(frozen=True)
+@dataclass(kw_only=True, frozen=True)
 class Hit:
     entry: IndexedTool
     # What the ranking ordered by (cosine for dense, BM25 for lexical, the blend for hybrid).
@@ -323,7 +323,11 @@ class ToolIndex:
         order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]
         similarity = dense.max(axis=0)
         return [
-            Hit(self._entries[int(rows[c])], float(ranking.scores[c]), float(similarity[c]))
+            Hit(
+                entry=self._entries[int(rows[c])],
+                score=float(ranking.scores[c]),
+                similarity=float(similarity[c]),
+            )
             for c in order
         ]
 
@@ -356,7 +360,7 @@ class ToolIndex:
         candidates = np.flatnonzero(self._eligible(catalogs, visible) & (scores > 0.0))
         # Rows are in id order: lexsort by (-score, row) breaks ties by id.
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
-        return [Hit(self._entries[int(row)], float(scores[row])) for row in order]
+        return [Hit(entry=self._entries[int(row)], score=float(scores[row])) for row in order]
 
     def search(
         self,
@@ -388,7 +392,14 @@ class ToolIndex:
             fetch = min(eligible, fetch * 4)
         # Rows are in id order: lexsort by (-score, row) orders ties by id.
         order = np.lexsort((rows, -scores))[:limit]
-        return [Hit(self._entries[int(rows[i])], float(scores[i]), float(scores[i])) for i in order]
+        return [
+            Hit(
+                entry=self._entries[int(rows[i])],
+                score=float(scores[i]),
+                similarity=float(scores[i]),
+            )
+            for i in order
+        ]
 
     def suggestions(self, tool_id: str, visible: Visibility = everything) -> list[str]:
         """Up to three visible ids that look like `tool_id` (for "did you mean")."""

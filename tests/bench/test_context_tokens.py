@@ -25,7 +25,11 @@ from registry.core import Registry
 
 def _tool(catalog: str, name: str) -> PoolTool:
     schema = {"type": "object", "properties": {"x": {"type": "string", "description": "an x"}}}
-    return PoolTool(Tool(catalog, name, f"Does {name}.", schema), catalog.title(), "")
+    return PoolTool(
+        Tool(catalog=catalog, name=name, description=f"Does {name}.", input_schema=schema),
+        catalog.title(),
+        "",
+    )
 
 
 def test_static_tokens_grow_with_every_definition() -> None:
@@ -47,8 +51,8 @@ def test_variants_fill_the_pool_with_distinct_ids() -> None:
 def test_tasks_are_picked_only_when_their_tools_exist_and_fit() -> None:
     pool = {p.tool.id: p for p in [_tool("a", "x"), _tool("a", "y")]}
     tasks = [
-        LabeledQuery("1", "q", frozenset({"a/x"})),
-        LabeledQuery("2", "q", frozenset({"a/missing"})),
+        LabeledQuery(id="1", query="q", relevant=frozenset({"a/x"})),
+        LabeledQuery(id="2", query="q", relevant=frozenset({"a/missing"})),
     ]
     chosen, gold = pick_tasks(random.Random(1), tasks, pool, 15)
     assert [t.id for t in chosen] == ["1"]
@@ -64,7 +68,9 @@ def test_one_discovery_task_costs_far_less_than_the_whole_catalog(
     sample_registry: Registry,
 ) -> None:
     task = LabeledQuery(
-        "t", "open a support ticket for a customer", frozenset({"support/create_ticket"})
+        id="t",
+        query="open a support ticket for a customer",
+        relevant=frozenset({"support/create_ticket"}),
     )
     tokens, found = run_task(sample_registry, task, "o200k_base")
     assert found == 1

@@ -153,7 +153,9 @@ def test_key_file_error_is_a_value_error() -> None:
 def test_revoking_a_key_id_removes_only_that_key(keys_file: Path) -> None:
     first = add_key(keys_file, "alice", ["a"])
     second = add_key(keys_file, "alice")
-    assert revoke(keys_file, key_id(first)) == Revocation("key", "alice", (key_id(first),))
+    assert revoke(keys_file, key_id(first)) == Revocation(
+        kind="key", principal="alice", key_ids=(key_id(first),)
+    )
     store = KeyStore.load(keys_file)
     assert store.authenticate(first) is None
     assert store.authenticate(second) is not None
@@ -164,7 +166,9 @@ def test_revoking_a_name_removes_the_principal_and_all_its_keys(keys_file: Path)
     second = add_key(keys_file, "alice")
     bob = add_key(keys_file, "bob", ["b"])
     revocation = revoke(keys_file, "alice")
-    assert revocation == Revocation("principal", "alice", (key_id(first), key_id(second)))
+    assert revocation == Revocation(
+        kind="principal", principal="alice", key_ids=(key_id(first), key_id(second))
+    )
     assert [p.name for p in list_principals(keys_file)] == ["bob"]
     store = KeyStore.load(keys_file)
     assert store.authenticate(first) is None
@@ -268,7 +272,7 @@ def test_loading_a_missing_file_is_an_error(keys_file: Path) -> None:
 
 def test_blank_scopes_and_keys_mean_none(keys_file: Path) -> None:
     keys_file.write_text("principals:\n- name: alice\n  scopes:\n  keys:\n", encoding="utf-8")
-    assert list_principals(keys_file) == [PrincipalInfo("alice", (), ())]
+    assert list_principals(keys_file) == [PrincipalInfo(name="alice", scopes=(), keys=())]
 
 
 def test_an_empty_file_has_no_principals(keys_file: Path) -> None:

@@ -77,7 +77,7 @@ def test_non_string_scopes_are_rejected() -> None:
 
 def test_directly_constructed_grants_are_validated_too() -> None:
     with pytest.raises(ScopeError):
-        Grants(frozenset({"no spaces allowed"}))
+        Grants(patterns=frozenset({"no spaces allowed"}))
 
 
 def test_parse_deduplicates_patterns() -> None:
@@ -154,8 +154,8 @@ def test_visibility_class_does_not_collide_by_concatenation() -> None:
 def test_more_scopes_never_see_fewer_tools(
     base: frozenset[str], extra: frozenset[str], required: frozenset[str]
 ) -> None:
-    smaller = Grants(base)
-    larger = Grants(base | extra)
+    smaller = Grants(patterns=base)
+    larger = Grants(patterns=base | extra)
     if smaller.allows(required):
         assert larger.allows(required)
 
@@ -170,14 +170,14 @@ def test_allows_means_every_scope_has_a_matching_pattern(
         return pattern == scope
 
     expected = all(any(matches(p, s) for p in granted) for s in required)
-    assert Grants(granted).allows(required) == expected
+    assert Grants(patterns=granted).allows(required) == expected
 
 
 @given(pattern_sets, required_sets)
 def test_a_lone_star_added_to_any_grants_sees_everything(
     granted: frozenset[str], required: frozenset[str]
 ) -> None:
-    assert Grants(granted | {"*"}).allows(required)
+    assert Grants(patterns=granted | {"*"}).allows(required)
 
 
 @given(st.text(alphabet="ab:.", max_size=5), scopes)
@@ -191,14 +191,14 @@ def test_a_wildcard_covers_exactly_the_scopes_starting_with_its_prefix(
 def test_visibility_classes_are_equal_iff_pattern_sets_are_equal(
     a: frozenset[str], b: frozenset[str]
 ) -> None:
-    assert (Grants(a).visibility_class == Grants(b).visibility_class) == (a == b)
+    assert (Grants(patterns=a).visibility_class == Grants(patterns=b).visibility_class) == (a == b)
 
 
 @given(pattern_sets, pattern_sets, required_sets)
 def test_equal_visibility_classes_see_the_same_tools(
     a: frozenset[str], b: frozenset[str], required: frozenset[str]
 ) -> None:
-    ga, gb = Grants(a), Grants(b)
+    ga, gb = Grants(patterns=a), Grants(patterns=b)
     if ga.visibility_class == gb.visibility_class:
         assert ga.allows(required) == gb.allows(required)
 

@@ -104,7 +104,7 @@ def test_more_scopes_never_see_fewer_tools(
     pair: tuple[Registry, Registry], base: Grants, extra: Grants
 ) -> None:
     registry, _ = pair
-    wider = Grants(base.patterns | extra.patterns)
+    wider = Grants(patterns=base.patterns | extra.patterns)
     narrow = {e.id for e in registry.index.entries if base.allows(e.required_scopes)}
     wide = {e.id for e in registry.index.entries if wider.allows(e.required_scopes)}
     assert narrow <= wide

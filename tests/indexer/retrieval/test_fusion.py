@@ -47,7 +47,7 @@ def test_standardise_centres_and_scales() -> None:
 
 def test_each_intent_contributes_its_best_candidate() -> None:
     def intent(*values: float) -> IntentScores:
-        return IntentScores(np.asarray(values, dtype=np.float32), None, None)
+        return IntentScores(dense=np.asarray(values, dtype=np.float32), lexical=None, catalog=None)
 
     whole, first, second = intent(0.5, 0.4, 0.1), intent(0.9, 0.1, 0.1), intent(0.1, 0.1, 0.9)
     ranking = rank_intents([whole, first, second])
@@ -56,7 +56,9 @@ def test_each_intent_contributes_its_best_candidate() -> None:
 
 
 def test_ties_between_intents_tops_go_to_the_first_candidate() -> None:
-    scores = IntentScores(np.asarray([0.3, 0.3], dtype=np.float32), None, None)
+    scores = IntentScores(
+        dense=np.asarray([0.3, 0.3], dtype=np.float32), lexical=None, catalog=None
+    )
     assert rank_intents([scores]).intent_tops == (0,)
 
 
@@ -95,7 +97,7 @@ def test_no_spread_no_evidence() -> None:
     corpus = np.asarray([0.0, 0.0, 5.0], dtype=np.float32)
     assert not Spread.of(corpus, Scaling.MEAN_MAX).scaled(corpus[:2], Scaling.MEAN_MAX).any()
     # One catalog: its score and the mean of one score, computed two ways, differ by rounding.
-    one = Spread(0.123456789, 0.0)
+    one = Spread(mean=0.123456789, std=0.0)
     assert not one.scaled(np.asarray([0.1234568], dtype=np.float32), Scaling.MEAN_MAX).any()
 
 
