@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.evaluation.datasets import LabeledQuery, load_dataset
-from indexer.evaluation.tokens import ENCODINGS, count_tokens
+from indexer.evaluation.tokens import ENCODINGS, Encoding, count_tokens
 from indexer.formats import parse_catalog
 from indexer.model import Tool
 from indexer.naming import function_name
@@ -133,7 +133,7 @@ def catalog_sources(tools: Sequence[PoolTool]) -> list[tuple[str, str]]:
     return sources
 
 
-def static_tokens(tools: Sequence[PoolTool], encoding: str) -> int:
+def static_tokens(tools: Sequence[PoolTool], encoding: Encoding) -> int:
     """Every tool as an OpenAI-style function definition in one tools list.
 
     Counted per definition (plus one token for each separator): the tokenizer refuses
@@ -153,7 +153,7 @@ def static_tokens(tools: Sequence[PoolTool], encoding: str) -> int:
     return total
 
 
-def bridge_tools_tokens(encoding: str) -> int:
+def bridge_tools_tokens(encoding: Encoding) -> int:
     """The bridge's own tools/list payload, as a client sends it to the model."""
     from mcp_bridge.server import build_server, static_key
     from registry.client import AsyncRegistryClient, RegistryTarget
@@ -171,7 +171,7 @@ def bridge_tools_tokens(encoding: str) -> int:
     return count_tokens(json.dumps({"tools": asyncio.run(listed())}, ensure_ascii=False), encoding)
 
 
-def run_task(registry: Registry, task: LabeledQuery, encoding: str) -> tuple[int, int]:
+def run_task(registry: Registry, task: LabeledQuery, encoding: Encoding) -> tuple[int, int]:
     """Discovery tokens for one task (search + schemas of what was needed and found),
     and how many needed tools the search found."""
     from mcp_bridge import payloads
@@ -191,7 +191,11 @@ def run_task(registry: Registry, task: LabeledQuery, encoding: str) -> tuple[int
 
 
 def measure(
-    registry: Registry, pool: list[PoolTool], tasks: list[LabeledQuery], encoding: str, seed: int
+    registry: Registry,
+    pool: list[PoolTool],
+    tasks: list[LabeledQuery],
+    encoding: Encoding,
+    seed: int,
 ) -> list[SizeResult]:
     rng = random.Random(seed)
     by_id = {item.tool.id: item for item in pool}

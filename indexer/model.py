@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 JsonObject = dict[str, Any]
@@ -13,6 +14,16 @@ JsonObject = dict[str, Any]
 def canonical_json(value: object) -> str:
     """JSON text that is equal for equal values: the basis of content hashes."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class CatalogFormat(StrEnum):
+    """The formats a catalog file may be written in; every one becomes a `Catalog`."""
+
+    NATIVE = "native"
+    MCP = "mcp"
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    OPENAPI = "openapi"
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -61,7 +72,7 @@ class Catalog:
     title: str = ""
     version: str = ""
     default_scopes: frozenset[str] = frozenset()
-    format: str = "native"
+    format: CatalogFormat = CatalogFormat.NATIVE
 
     def required_scopes(self, tool: Tool) -> frozenset[str]:
         return self.default_scopes | tool.scopes

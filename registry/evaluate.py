@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from indexer.embedding import EmbedderBackend, load_embedder
@@ -21,8 +22,17 @@ from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
 from registry.store import Store
 
-# --index: the size from which the vector index is approximate (IVF).
-INDEX_MODES = {"auto": APPROXIMATE_FROM, "exact": 2**62, "approximate": 1}
+
+class IndexMode(StrEnum):
+    """Which vector index an evaluation uses: the served choice by size, or one at every size."""
+
+    AUTO = "auto"
+    EXACT = "exact"
+    APPROXIMATE = "approximate"
+
+
+# The size from which the vector index is approximate (IVF), per mode.
+INDEX_MODES = {IndexMode.AUTO: APPROXIMATE_FROM, IndexMode.EXACT: 2**62, IndexMode.APPROXIMATE: 1}
 
 DEFAULT_WORKDIR = Path(".capreg") / "eval"
 
@@ -49,7 +59,7 @@ class EvalPlan:
     model: Path | None = None
     model_cache: Path | None = None
     embedder: EmbedderBackend = EmbedderBackend.ONNX
-    index: str = "auto"
+    index: IndexMode = IndexMode.AUTO
     progress: bool = False
 
 

@@ -21,7 +21,7 @@ import orjson
 from numpy.typing import NDArray
 
 from indexer.errors import CapregError
-from indexer.model import Catalog, Tool
+from indexer.model import Catalog, CatalogFormat, Tool
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -200,7 +200,7 @@ class Store:
                 title=title,
                 version=version,
                 default_scopes=frozenset(json.loads(scopes)),
-                format=fmt,
+                format=CatalogFormat(fmt),
             )
             result.append(StoredCatalog(catalog=catalog, revision=revision, tools=tools))
         return result

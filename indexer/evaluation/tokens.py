@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import Any, Literal, get_args
 
-ENCODINGS = ("o200k_base", "cl100k_base")
+Encoding = Literal["o200k_base", "cl100k_base"]
+ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 
 @functools.cache
@@ -21,5 +22,5 @@ def _encoding(name: str) -> Any:
         return bpe_openai.get_encoding(name)
 
 
-def count_tokens(text: str, encoding: str = "o200k_base") -> int:
+def count_tokens(text: str, encoding: Encoding = "o200k_base") -> int:
     return len(_encoding(encoding).encode(text))

@@ -19,10 +19,9 @@ from indexer.formats.rules import (
     FORMATS,
     MAX_CONTENT_BYTES,
     CatalogError,
-    CatalogFormat,
     one_line,
 )
-from indexer.model import Catalog
+from indexer.model import Catalog, CatalogFormat
 
 __all__ = ["FORMATS", "CatalogError", "CatalogFormat", "detect_format", "parse_catalog"]
 
@@ -38,17 +37,20 @@ def parse_catalog(content: str, *, name: str = "", fmt: str = "") -> Catalog:
         document = _load_document(content)
     except (ValueError, yaml.YAMLError) as exc:
         raise CatalogError(name, [f"content is not valid JSON or YAML: {one_line(exc)}"]) from exc
-    fmt = detect_format(document, name) if fmt in ("", "auto") else fmt
-    if fmt == CatalogFormat.NATIVE:
-        return parse_native(document, name)
-    if fmt == CatalogFormat.MCP:
-        converted = mcp.convert(document, name)
-    elif fmt == CatalogFormat.OPENAPI:
-        converted = openapi.convert(document)
-    elif fmt in (CatalogFormat.OPENAI, CatalogFormat.ANTHROPIC):
-        converted = function_formats.convert(document, fmt)
+    if fmt in ("", "auto"):
+        chosen = detect_format(document, name)
+    elif fmt in FORMATS:
+        chosen = CatalogFormat(fmt)
     else:
         raise CatalogError(name, [f"format '{fmt}' is not one of: auto, {', '.join(FORMATS)}"])
+    if chosen == CatalogFormat.NATIVE:
+        return parse_native(document, name)
+    if chosen == CatalogFormat.MCP:
+        converted = mcp.convert(document, name)
+    elif chosen == CatalogFormat.OPENAPI:
+        converted = openapi.convert(document)
+    else:
+        converted = function_formats.convert(document, chosen)
     return parse_native(converted.document, name, converted)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from indexer.formats.rules import NATIVE_VERSION, Converted
+from indexer.model import CatalogFormat
 
 # OpenAI lets a function without arguments omit `parameters`.
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -21,7 +22,7 @@ FIELDS = {
 }
 
 
-def convert(document: object, fmt: str) -> Converted:
+def convert(document: object, fmt: CatalogFormat) -> Converted:
     """Maps an OpenAI or Anthropic tool list; problems name the entry as the file writes it."""
     converted = Converted(
         format=fmt,

@@ -19,9 +19,9 @@ from indexer.formats.rules import (
     META_VERSION,
     NATIVE_VERSION,
     CatalogError,
-    CatalogFormat,
     Converted,
 )
+from indexer.model import CatalogFormat
 
 FIELDS = {
     "input_schema": "inputSchema",

@@ -13,7 +13,7 @@ from indexer.formats.rules import (
     Converted,
 )
 from indexer.formats.validate import Checker, finish, resolve_name, tool_entries
-from indexer.model import Catalog, Tool
+from indexer.model import Catalog, CatalogFormat, Tool
 
 
 def parse_native(document: object, given_name: str, foreign: Converted | None = None) -> Catalog:
@@ -106,6 +106,6 @@ def parse_native(document: object, given_name: str, foreign: Converted | None = 
         title=title,
         version=version,
         default_scopes=frozenset(defaults),
-        format=foreign.format if foreign else "native",
+        format=foreign.format if foreign else CatalogFormat.NATIVE,
     )
     return finish(check, name or given_name, catalog)

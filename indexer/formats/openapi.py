@@ -21,6 +21,7 @@ from indexer.formats.openapi_schema import (
 )
 from indexer.formats.rules import MAX_CATALOG_DESCRIPTION, MAX_TITLE, MAX_VERSION, Converted
 from indexer.formats.schema_refs import RefError, RefResolver
+from indexer.model import CatalogFormat
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")
@@ -43,7 +44,10 @@ class _Skip(Exception):
 
 def convert(document: object) -> Converted:
     converted = Converted(
-        format="openapi", document={"capreg": 1, "tools": []}, sources=[], fields=dict(FIELDS)
+        format=CatalogFormat.OPENAPI,
+        document={"capreg": 1, "tools": []},
+        sources=[],
+        fields=dict(FIELDS),
     )
     problems = converted.problems
     if not isinstance(document, dict):

@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from indexer.errors import CapregError
-from indexer.model import Catalog
-
-
-class CatalogFormat(StrEnum):
-    """The formats a catalog file may be written in."""
-
-    NATIVE = "native"
-    MCP = "mcp"
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-    OPENAPI = "openapi"
-
+from indexer.model import Catalog, CatalogFormat
 
 FORMATS = tuple(CatalogFormat)
+__all__ = [
+    "FORMATS",
+    "CatalogError",
+    "CatalogFormat",
+    "Converted",
+    "check_catalog_name",
+    "one_line",
+]
 NATIVE_VERSION = 1
 
 CATALOG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -77,7 +73,7 @@ class Converted:
     validation problem names the entry and field the author wrote.
     """
 
-    format: str
+    format: CatalogFormat
     document: dict[str, Any]
     sources: list[str]
     fields: dict[str, str] = field(default_factory=dict)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +24,8 @@ from indexer.retrieval.literal import NOTHING, Literals, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
 from indexer.retrieval.vector_index import Partition, VectorIndex
 
+# Which text of each tool BM25 reads (see ToolIndex.lexical).
+LexicalText = Literal["protocol", "document"]
 # Decides whether a caller may see a tool, given the tool's required scopes.
 Visibility = Callable[[frozenset[str]], bool]
 MAX_SUGGESTIONS = 3
@@ -189,7 +192,7 @@ class ToolIndex:
             mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
         return mask
 
-    def lexical(self, text: str = "protocol") -> LexicalIndex | ArrayBM25:
+    def lexical(self, text: LexicalText = "protocol") -> LexicalIndex | ArrayBM25:
         """BM25 over one text of each tool, built on first use.
 
         "protocol": each tool as JSON (catalog title, name, description, input schema), the
