@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_LENGTH = 64
 _HASH_CHARS = 10
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -19,7 +19,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 def function_name(catalog: str, tool: str) -> str:
     plain = f"{catalog}__{tool}"
-    if FUNCTION_NAME.match(plain):
+    if FUNCTION_NAME.fullmatch(plain):
         return plain
     digest = hashlib.sha256(f"{catalog}/{tool}".encode()).hexdigest()[:_HASH_CHARS]
     safe_tool = _UNSAFE.sub("_", tool).strip("_") or "tool"

@@ -112,7 +112,7 @@ def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
             f": name is {len(tool.name)} characters; function-calling APIs accept at most "
             f"{MAX_LENGTH}, so its function name is shortened and hashed"
         )
-    elif not FUNCTION_NAME.match(tool.name):
+    elif not FUNCTION_NAME.fullmatch(tool.name):
         yield ": name has characters function-calling APIs reject; its function name is hashed"
     for path in _undescribed(tool.input_schema, "", 0):
         yield f" parameter '{path}': has no description"

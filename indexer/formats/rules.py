@@ -23,8 +23,9 @@ __all__ = [
 ]
 NATIVE_VERSION = 1
 
-CATALOG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
-SCOPE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# Patterns are matched whole (fullmatch): "$" would accept a trailing newline.
+CATALOG_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
+SCOPE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 MAX_CONTENT_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 50_000
@@ -88,7 +89,7 @@ class Converted:
 
 def check_catalog_name(name: str) -> str | None:
     """The rule a catalog name breaks, or None when it is valid."""
-    if not CATALOG_NAME.match(name):
+    if not CATALOG_NAME.fullmatch(name):
         return (
             "name must be 1-64 letters, digits, '-' or '_', starting and ending with a letter "
             "or digit"

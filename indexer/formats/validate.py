@@ -96,7 +96,7 @@ class Checker:
         if len(value) > MAX_LIST_ITEMS:
             self.add(label, f"must have at most {MAX_LIST_ITEMS} items")
         for item in value:
-            if pattern is not None and not pattern.match(item):
+            if pattern is not None and not pattern.fullmatch(item):
                 self.add(label, f"'{item[:80]}' does not match {pattern.pattern}")
             elif len(item) > MAX_ITEM_CHARS:
                 self.add(label, f"items must be at most {MAX_ITEM_CHARS} characters")

@@ -24,15 +24,15 @@ def test_plain_ids_keep_a_readable_name() -> None:
 
 def test_unsafe_or_long_names_get_a_hashed_safe_name() -> None:
     name = function_name("stabletoolbench", "Get Video Info (v2)")
-    assert FUNCTION_NAME.match(name)
+    assert FUNCTION_NAME.fullmatch(name)
     assert name.startswith("stabletoolbench__Get_Video_Info")
-    assert FUNCTION_NAME.match(function_name("c", "x" * 128))
+    assert FUNCTION_NAME.fullmatch(function_name("c", "x" * 128))
 
 
 @given(catalog_names, tool_names)
 def test_function_names_are_always_safe_and_stable(catalog: str, tool: str) -> None:
     name = function_name(catalog, tool)
-    assert FUNCTION_NAME.match(name)
+    assert FUNCTION_NAME.fullmatch(name)
     assert name == function_name(catalog, tool)
 
 

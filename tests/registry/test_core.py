@@ -195,7 +195,7 @@ def test_schemas_come_back_in_request_order_without_duplicates(sample_registry: 
 def test_function_names_are_unique_and_safe_across_the_samples(sample_registry: Registry) -> None:
     names = [e.function_name for e in sample_registry.index.entries]
     assert len(set(names)) == len(names)
-    assert all(FUNCTION_NAME.match(n) for n in names)
+    assert all(FUNCTION_NAME.fullmatch(n) for n in names)
 
 
 @pytest.mark.parametrize(

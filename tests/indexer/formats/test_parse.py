@@ -143,3 +143,14 @@ def test_request_name_uses_the_file_stem_only_for_mcp_files(tmp_path: Path) -> N
     mcp.write_text(json.dumps({"tools": []}))
     assert request_name(mcp, mcp.read_text()) == "clock"
     assert request_name(DATA / "mini.yaml", MINI) == ""
+
+
+@pytest.mark.parametrize("name", ["mini\n", "mini\r\n", "\nmini"])
+def test_a_name_with_a_trailing_or_leading_newline_is_refused(name: str) -> None:
+    assert "name" in _problems(_native(name=name))
+    assert "name" in _problems(_native(), name=name)
+
+
+def test_a_scope_with_a_trailing_newline_is_refused() -> None:
+    assert "default_scopes" in _problems(_native(default_scopes=["mini:read\n"]))
+    assert "required_scopes" in _problems(_with_tool(required_scopes=["mini:write\n"]))
