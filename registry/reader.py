@@ -182,9 +182,11 @@ class Reader:
         if retriever not in RETRIEVERS:
             raise InvalidRequest(f"retriever must be one of {', '.join(RETRIEVERS)}")
         wanted = snapshot.require_catalogs(catalogs, viewer)
+        # The key is the request's meaning: limit 0 (the confident set) and limit 5 (exactly the
+        # top five) are different requests.
         key = SearchCacheKey(
             query=text,
-            limit=limit or DEFAULT_LIMIT,
+            limit=limit,
             catalogs=tuple(wanted),
             visibility_class=viewer.visibility_class,
             generation=snapshot.generation,
@@ -193,7 +195,9 @@ class Reader:
         cached = self._cached(key)
         if cached is not None:
             return replace(cached, cached=True)
-        hits, weak = self._rank(snapshot, text, limit, key.limit, wanted, viewer, retriever)
+        hits, weak = self._rank(
+            snapshot, text, limit, limit or DEFAULT_LIMIT, wanted, viewer, retriever
+        )
         outcome = SearchOutcome(hits=hits, generation=snapshot.generation, weak_match=weak)
         self._remember(key, outcome)
         return outcome

@@ -109,3 +109,15 @@ def test_listings_never_fail_while_catalogs_come_and_go(sample_registry: Registr
     writer.join(timeout=120)
     assert not writer.is_alive()
     assert failures == []
+
+
+def test_the_default_cut_and_an_explicit_limit_are_cached_apart(sample_registry: Registry) -> None:
+    query = "open a support ticket for a customer"
+    confident = sample_registry.search(query)
+    top_five = sample_registry.search(query, 5)
+    assert not top_five.cached
+    assert len(top_five.hits) == 5
+    assert len(confident.hits) < 5
+    again = sample_registry.search(query)
+    assert again.cached
+    assert [h.entry.id for h in again.hits] == [h.entry.id for h in confident.hits]
