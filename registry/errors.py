@@ -31,7 +31,16 @@ class ToolsNotFound(CapregError):
         for tool_id, suggestions in self.missing.items():
             hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
             parts.append(f"'{tool_id}'{hint}")
-        super().__init__("unknown tool id: " + "; ".join(parts))
+        # Whole entries only, within the status message's budget (clients parse them).
+        shown: list[str] = []
+        budget = 1_800
+        for part in parts:
+            if budget - len(part) - 2 < 0:
+                break
+            shown.append(part)
+            budget -= len(part) + 2
+        more = f"; and {len(parts) - len(shown)} more" if len(shown) < len(parts) else ""
+        super().__init__("unknown tool id: " + "; ".join(shown) + more)
 
 
 class CatalogNotFound(CapregError):

@@ -19,7 +19,15 @@ from registry.cache import SearchCacheKey, TTLCache
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.queries import QueryEncoder
 from registry.scopes import Grants
-from registry.wire import DEFAULT_LIMIT, MAX_IDS, MAX_LIMIT, MAX_QUERY_CHARS
+from registry.wire import (
+    DEFAULT_LIMIT,
+    MAX_CATALOG_FILTERS,
+    MAX_CATALOG_NAME_CHARS,
+    MAX_IDS,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_TOOL_ID_CHARS,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -107,11 +115,17 @@ class Snapshot:
 
     def schemas(self, ids: Sequence[str], viewer: Grants = ALL) -> list[IndexedTool]:
         """The tools for `ids` in request order (duplicates once); every id must be visible."""
+        if len(ids) > MAX_IDS:
+            raise InvalidRequest(f"ids: at most {MAX_IDS} per call (got {len(ids)})")
+        for position, tool_id in enumerate(ids):
+            if len(tool_id) > MAX_TOOL_ID_CHARS:
+                raise InvalidRequest(
+                    f"ids[{position}]: a tool id is at most {MAX_TOOL_ID_CHARS} characters "
+                    f"(got {len(tool_id)})"
+                )
         unique = list(dict.fromkeys(ids))
         if not unique:
             raise InvalidRequest("ids must name at least one tool id ('<catalog>/<tool>')")
-        if len(unique) > MAX_IDS:
-            raise InvalidRequest(f"at most {MAX_IDS} ids per call (got {len(unique)})")
         found = {tool_id: self.index.get(tool_id, viewer.allows) for tool_id in unique}
         missing = {
             i: self.index.suggestions(i, viewer.allows)
@@ -121,6 +135,22 @@ class Snapshot:
         if missing:
             raise ToolsNotFound(missing)
         return [entry for entry in found.values() if entry is not None]
+
+
+def bounded_catalogs(names: Iterable[str]) -> list[str]:
+    """A catalog filter, refused before any work when it is too long or names too long."""
+    names = list(names)
+    if len(names) > MAX_CATALOG_FILTERS:
+        raise InvalidRequest(
+            f"catalogs: at most {MAX_CATALOG_FILTERS} per request (got {len(names)})"
+        )
+    for position, name in enumerate(names):
+        if len(name) > MAX_CATALOG_NAME_CHARS:
+            raise InvalidRequest(
+                f"catalogs[{position}]: a catalog name is at most {MAX_CATALOG_NAME_CHARS} "
+                f"characters (got {len(name)})"
+            )
+    return names
 
 
 class Reader:
@@ -172,16 +202,16 @@ class Reader:
         retriever: str = Retriever.DEFAULT,
     ) -> SearchOutcome:
         snapshot = self.snapshot
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidRequest(f"query: at most {MAX_QUERY_CHARS} characters (got {len(query)})")
         text = query.strip()
         if not text:
             raise InvalidRequest("query must not be empty: describe the capability you need")
-        if len(text) > MAX_QUERY_CHARS:
-            raise InvalidRequest(f"query must be at most {MAX_QUERY_CHARS} characters")
         if limit < 0 or limit > MAX_LIMIT:
             raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT} (0 for the default)")
         if retriever not in RETRIEVERS:
             raise InvalidRequest(f"retriever must be one of {', '.join(RETRIEVERS)}")
-        wanted = snapshot.require_catalogs(catalogs, viewer)
+        wanted = snapshot.require_catalogs(bounded_catalogs(catalogs), viewer)
         # The key is the request's meaning: limit 0 (the confident set) and limit 5 (exactly the
         # top five) are different requests.
         key = SearchCacheKey(

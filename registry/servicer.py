@@ -79,7 +79,8 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         grants = self._grants(context)
         # One snapshot answers the tools and the generation together.
         snapshot = self._registry.snapshot
-        entries = snapshot.schemas(list(request.ids), grants)
+        # Suggestions for unknown ids are CPU work: off the event loop.
+        entries = await asyncio.to_thread(snapshot.schemas, list(request.ids), grants)
         return pb.GetSchemaResponse(
             tools=[tool_schema(entry) for entry in entries],
             index_generation=snapshot.generation,

@@ -19,6 +19,7 @@ from registry.errors import (
     Unauthenticated,
 )
 from registry.store import StoreError
+from registry.wire import MAX_ERROR_CHARS
 
 __all__ = ["Context", "mapped", "status_for"]
 
@@ -40,8 +41,15 @@ def status_for(exc: Exception) -> tuple[grpc.StatusCode, str]:
     """The code and message a client sees for `exc`; unexpected errors leak nothing."""
     for kind, code in _CODES:
         if isinstance(exc, kind):
-            return code, str(exc)
+            return code, bounded(str(exc))
     return grpc.StatusCode.INTERNAL, "internal error; the server log has the details"
+
+
+def bounded(message: str) -> str:
+    """At most MAX_ERROR_CHARS: a message echoes input, and input can be large."""
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    return message[: MAX_ERROR_CHARS - 20].rstrip() + " ... (truncated)"
 
 
 Request = TypeVar("Request")

@@ -16,6 +16,15 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 32_000
 # GetSchema: ids per call.
 MAX_IDS = 50
+# Every name a request carries is bounded before any work is done with it: a catalog name is
+# at most 64 characters and a tool name 128, so an id ('<catalog>/<tool>') at most 193.
+MAX_CATALOG_NAME_CHARS = 64
+MAX_TOOL_ID_CHARS = MAX_CATALOG_NAME_CHARS + 1 + 128
+MAX_CATALOG_FILTERS = 50
+MAX_FORMAT_CHARS = 16
+# A status message is at most this long: gRPC carries it in a header, and an error must never
+# cost more than the request that caused it.
+MAX_ERROR_CHARS = 2_000
 
 Metadata = tuple[tuple[str, str | bytes], ...]
 

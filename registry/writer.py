@@ -29,9 +29,10 @@ from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
-from registry.errors import CatalogNotFound, NotReady
+from registry.errors import CatalogNotFound, InvalidRequest, NotReady
 from registry.reader import CatalogView, Snapshot
 from registry.store import Store, StoredCatalog, StoredTool
+from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +175,13 @@ class Writer:
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         """Validates, embeds what changed, and replaces the catalog in one transaction."""
         self._current_generation()  # NotReady before any work while still loading
+        if len(name) > MAX_CATALOG_NAME_CHARS:
+            raise InvalidRequest(
+                f"name: a catalog name is at most {MAX_CATALOG_NAME_CHARS} characters "
+                f"(got {len(name)})"
+            )
+        if len(fmt) > MAX_FORMAT_CHARS:
+            raise InvalidRequest(f"format: at most {MAX_FORMAT_CHARS} characters (got {len(fmt)})")
         digest = hashlib.sha256(f"{name}\0{fmt}\0{content}".encode()).hexdigest()
         with self._lock:
             unchanged = self._unchanged_source(digest)
@@ -311,6 +319,11 @@ class Writer:
     def delete(self, name: str) -> tuple[int, int]:
         """Removes a catalog; returns (tools removed, new generation)."""
         self._current_generation()  # NotReady while loading
+        if len(name) > MAX_CATALOG_NAME_CHARS:
+            raise InvalidRequest(
+                f"name: a catalog name is at most {MAX_CATALOG_NAME_CHARS} characters "
+                f"(got {len(name)})"
+            )
         with self._lock:
             current = self._live.get(name)
             if current is None:

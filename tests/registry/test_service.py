@@ -180,3 +180,45 @@ async def test_health_and_reflection_are_served(sample_registry: Registry) -> No
     await server.stop(None)
     assert health.status == health_pb2.HealthCheckResponse.SERVING
     assert "capreg.v1.CapabilityRegistry" in services
+
+
+async def test_an_oversized_id_is_refused_before_any_lookup(sample_stub: AsyncStub) -> None:
+    ids = ["support/" + "x" * 800_000] * 3
+    assert await _code(sample_stub.GetSchema(pb.GetSchemaRequest(ids=ids))) == (
+        grpc.StatusCode.INVALID_ARGUMENT
+    )
+
+
+async def test_fifty_unknown_ids_are_not_found_within_the_message_budget(
+    sample_stub: AsyncStub,
+) -> None:
+    ids = [f"support/{'unknown_tool_' * 10}{i}" for i in range(50)]
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await sample_stub.GetSchema(pb.GetSchemaRequest(ids=ids))
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert len(caught.value.details() or "") <= 2_000
+
+
+async def test_an_oversized_catalog_filter_is_refused(sample_stub: AsyncStub) -> None:
+    huge = pb.SearchRequest(query="open a ticket", catalogs=["x" * 1_000_000])
+    many = pb.SearchRequest(query="open a ticket", catalogs=[f"c{i}" for i in range(51)])
+    for request in (huge, many):
+        assert await _code(sample_stub.Search(request)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_oversized_names_in_writes_are_refused(sample_stub: AsyncStub) -> None:
+    register = pb.RegisterCatalogRequest(name="x" * 100_000, content=MINI)
+    bad_format = pb.RegisterCatalogRequest(name="mini", content=MINI, format="y" * 100)
+    delete = pb.DeleteCatalogRequest(name="x" * 100_000)
+    assert await _code(sample_stub.RegisterCatalog(register)) == grpc.StatusCode.INVALID_ARGUMENT
+    assert await _code(sample_stub.RegisterCatalog(bad_format)) == (
+        grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert await _code(sample_stub.DeleteCatalog(delete)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_an_oversized_query_is_refused_naming_the_field(sample_stub: AsyncStub) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await sample_stub.Search(pb.SearchRequest(query=" " * 40_000 + "ticket"))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "query" in (caught.value.details() or "")
