@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from indexer.documents import DocumentError, load_document
 from indexer.formats import CatalogError, detect_format
 from registry.core import RegisterOutcome, Registry
 
@@ -28,9 +26,9 @@ def request_name(path: Path, content: str, fmt: str = "auto") -> str:
     if fmt not in ("", "auto"):
         return "" if fmt == "native" else path.stem
     try:
-        document = json.loads(content) if path.suffix == ".json" else yaml.safe_load(content)
+        document = load_document(content)
         return "" if detect_format(document) == "native" else path.stem
-    except (ValueError, yaml.YAMLError, CatalogError):
+    except (DocumentError, CatalogError):
         # Let registration report the problem with its full context.
         return path.stem
 

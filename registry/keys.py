@@ -19,6 +19,7 @@ from typing import Literal
 
 import yaml
 
+from indexer.documents import DocumentError, load_document
 from registry.scopes import Grants, Principal, ScopeError, validate_pattern
 
 logger = logging.getLogger(__name__)
@@ -166,9 +167,9 @@ def _parse_principal(raw: object, where: str) -> _PrincipalRecord:
 
 def _parse(text: str, path: Path) -> list[_PrincipalRecord]:
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise KeyFileError(f"{path}: not valid YAML: {exc}") from exc
+        document = load_document(text)
+    except DocumentError as exc:
+        raise KeyFileError(f"{path}: {exc}") from exc
     if document is None:
         return []
     if not isinstance(document, Mapping) or set(document) - {"principals"}:

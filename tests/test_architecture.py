@@ -14,7 +14,7 @@ from registry.proto import registry_pb2
 from registry.servicer import CapabilityRegistryServicer
 
 GRAPH = import_graph()
-INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors")
+INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors", "indexer.documents")
 # What each indexer sub-package may import of the project, besides itself.
 INDEXER_ALLOWED = {
     "indexer.formats": INDEXER_BASE,

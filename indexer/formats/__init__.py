@@ -8,11 +8,9 @@ concerns and the rule it breaks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-import yaml
-
+from indexer.documents import DocumentError, load_document
 from indexer.formats import function_formats, mcp, openapi
 from indexer.formats.native import parse_native
 from indexer.formats.rules import (
@@ -34,9 +32,9 @@ def parse_catalog(content: str, *, name: str = "", fmt: str = "") -> Catalog:
     if len(content.encode("utf-8", errors="replace")) > MAX_CONTENT_BYTES:
         raise CatalogError(name, [f"content is larger than {MAX_CONTENT_BYTES} bytes"])
     try:
-        document = _load_document(content)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise CatalogError(name, [f"content is not valid JSON or YAML: {one_line(exc)}"]) from exc
+        document = load_document(content)
+    except DocumentError as exc:
+        raise CatalogError(name, [f"content: {one_line(exc)}"]) from exc
     if fmt in ("", "auto"):
         chosen = detect_format(document, name)
     elif fmt in FORMATS:
@@ -99,9 +97,3 @@ def _entry_format(entries: Sequence[object]) -> CatalogFormat | None:
     if entry.get("type") == "function" or "function" in entry or "parameters" in entry:
         return CatalogFormat.OPENAI
     return None
-
-
-def _load_document(content: str) -> object:
-    if content.lstrip().startswith(("{", "[")):
-        return json.loads(content)
-    return yaml.safe_load(content)

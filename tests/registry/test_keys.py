@@ -27,6 +27,7 @@ from registry.keys import (
     validate_name,
 )
 from registry.scopes import Grants
+from tests.conftest import DATA
 
 KEY_RE = re.compile(r"capreg_([0-9a-f]{8})_[A-Za-z0-9_-]{43}")
 
@@ -288,7 +289,7 @@ KEY_ENTRY = f"{{id: 'abcdef01', hash: '{VALID_HASH}', created: x}}"
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("principals: [\n", "not valid YAML"),
+        ("principals: [\n", "not valid JSON or YAML"),
         ("- a list\n", "single 'principals' list"),
         ("principals: {}\n", "principals must be a list"),
         ("principals: [42]\n", r"principals\[0\]: must be a mapping"),
@@ -469,3 +470,10 @@ def test_authentication_stays_correct_during_concurrent_reloads(keys_file: Path)
     assert not any(reader.is_alive() for reader in readers)
     assert failures == []
     assert len(list_principals(keys_file)) == 11
+
+
+def test_a_keys_file_with_an_alias_bomb_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "keys.yaml"
+    path.write_text("principals: []\n" + (DATA / "alias_bomb.yaml").read_text())
+    with pytest.raises(KeyFileError, match="expands"):
+        KeyStore.load(path)

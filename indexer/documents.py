@@ -1,0 +1,139 @@
+"""Reading untrusted JSON and YAML text with bounds checked while parsing, not after.
+
+A few hundred bytes of YAML aliases can expand to gigabytes, and JSON or YAML nested a few
+thousand levels deep exhausts the parser's recursion. `load_document` refuses both before any
+value is built: YAML is composed to its node graph first, where aliases, depth and the
+expanded node count are measured (the expansion counted, never performed); JSON is decoded by the C
+parser and then checked for depth. Every catalog, keys file and folder scan reads through here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from indexer.errors import CapregError
+
+MAX_DEPTH = 64
+MAX_ALIASES = 10_000
+MAX_EXPANDED_NODES = 2_000_000
+
+
+class DocumentError(CapregError, ValueError):
+    """Text that is not a JSON or YAML document within the bounds; says which bound."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """The safe loader, counting aliases and nesting while it composes nodes."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise DocumentError(f"YAML has more than {MAX_ALIASES} aliases")
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise DocumentError(f"YAML is nested more than {MAX_DEPTH} levels deep")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _expanded_size(root: Node) -> int:
+    """How many nodes the document has once every alias is expanded, without expanding it:
+    each node's size is computed once (aliases share the node) and a cycle is refused."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[Node] = []
+        if isinstance(node, SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done:
+            visiting.discard(key)
+            total = 1 + sum(sizes[id(child)] for child in children)
+            if total > MAX_EXPANDED_NODES:
+                raise DocumentError(
+                    f"YAML expands to more than {MAX_EXPANDED_NODES:,} values (aliases)"
+                )
+            sizes[key] = total
+            continue
+        if key in visiting:
+            raise DocumentError("YAML refers to itself through an alias")
+        visiting.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
+
+
+def _check_values(value: Any) -> None:
+    """Refuses a decoded value nested deeper than MAX_DEPTH, or holding text that is not
+    Unicode (a lone surrogate from a \\ud800 escape), iteratively: no recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise DocumentError(f"the document is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(item, str):
+            _unicode(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _unicode(key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+
+
+def _unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("unicode_escape").decode()
+        raise DocumentError(f"text holds {bad}, a lone surrogate, which is not Unicode") from None
+
+
+def load_document(text: str) -> Any:
+    """The value of a JSON (text starting with { or [) or YAML document, within the bounds.
+
+    Raises DocumentError for a bound broken and for text that does not parse.
+    """
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise DocumentError(f"JSON is nested more than {MAX_DEPTH} levels deep") from None
+        except ValueError as exc:
+            raise DocumentError(
+                f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}"
+            ) from exc
+        _check_values(value)
+        return value
+    loader = _BoundedLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _expanded_size(root)
+        value = loader.construct_document(root)
+        _check_values(value)
+        return value
+    except yaml.YAMLError as exc:
+        raise DocumentError(f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}") from exc
+    finally:
+        loader.dispose()
