@@ -8,6 +8,7 @@ from pathlib import Path
 
 from indexer.documents import DocumentError, load_document
 from indexer.formats import CatalogError, detect_format
+from indexer.formats.rules import MAX_CONTENT_BYTES
 from registry.core import RegisterOutcome, Registry
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,22 @@ def request_name(path: Path, content: str, fmt: str = "auto") -> str:
         return path.stem
 
 
+def read_catalog_file(path: Path) -> str:
+    """A catalog file's text; its size is checked before it is read, and text that is not
+    UTF-8 is a CatalogError naming the file, like any other bad catalog."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONTENT_BYTES:
+            raise CatalogError(path.stem, [f"{path.name}: larger than {MAX_CONTENT_BYTES} bytes"])
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            path.stem, [f"{path.name}: not UTF-8 text (byte {exc.start}: {exc.reason})"]
+        ) from exc
+    except OSError as exc:
+        raise CatalogError(path.stem, [f"{path.name}: cannot be read ({exc.strerror})"]) from exc
+
+
 @dataclass(frozen=True)
 class SyncReport:
     registered: list[RegisterOutcome]
@@ -47,8 +64,8 @@ def sync_folder(registry: Registry, folder: Path) -> SyncReport:
     registered = []
     failed: dict[Path, str] = {}
     for path in catalog_files(folder):
-        content = path.read_text(encoding="utf-8")
         try:
+            content = read_catalog_file(path)
             registered.append(registry.register(content, name=request_name(path, content)))
         except CatalogError as exc:
             failed[path] = str(exc)

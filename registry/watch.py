@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.formats import CatalogError
-from registry.catalog_dir import catalog_files, request_name
+from registry.catalog_dir import catalog_files, read_catalog_file, request_name
 from registry.core import RegisterOutcome, Registry
 from registry.errors import CatalogNotFound
 
@@ -113,9 +113,9 @@ class FolderWatcher:
 
     def _register(self, path: Path, report: ScanReport) -> None:
         try:
-            content = path.read_text(encoding="utf-8")
+            content = read_catalog_file(path)
             outcome = self._registry.register(content, name=request_name(path, content))
-        except (OSError, UnicodeDecodeError, CatalogError) as exc:
+        except CatalogError as exc:
             # The registry keeps the file's previous version; a fixed file is retried when
             # its stamp changes.
             report.failed[path] = str(exc)

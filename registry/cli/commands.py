@@ -12,8 +12,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from google.protobuf.json_format import MessageToDict
 
-from indexer.formats import FORMATS
-from registry.catalog_dir import request_name
+from indexer.formats import FORMATS, CatalogError
+from registry.catalog_dir import read_catalog_file, request_name
 from registry.cli.errors import CommandError
 from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
 from registry.wire import DEFAULT_LISTEN
@@ -76,9 +76,9 @@ def cmd_register(args: argparse.Namespace) -> int:
     for file in args.files:
         path = Path(file)
         try:
-            content = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+            content = read_catalog_file(path)
+        except CatalogError as exc:
+            raise CommandError(f"cannot register {path}: {'; '.join(exc.problems)}") from exc
         name = args.name or request_name(path, content, args.format)
         with open_client(args) as client:
             reply = call(client.register_catalog, content, name=name, fmt=args.format)

@@ -222,3 +222,19 @@ async def test_an_oversized_query_is_refused_naming_the_field(sample_stub: Async
         await sample_stub.Search(pb.SearchRequest(query=" " * 40_000 + "ticket"))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "query" in (caught.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        (DATA / "alias_bomb.yaml").read_text(),
+        "[" * 5_000 + "]" * 5_000,
+        '{"capreg": 1, "name": "x\\ud800", "description": "d", "tools": []}',
+    ],
+    ids=["alias-bomb", "deep-json", "lone-surrogate"],
+)
+async def test_hostile_catalog_text_is_invalid_argument_not_internal(
+    sample_stub: AsyncStub, content: str
+) -> None:
+    request = pb.RegisterCatalogRequest(name="hostile", content=content)
+    assert await _code(sample_stub.RegisterCatalog(request)) == grpc.StatusCode.INVALID_ARGUMENT
