@@ -45,4 +45,8 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     grace_seconds: float = 5.0
+    # Threads for searches and schema lookups; catalog changes have one thread of their own
+    # and at most `write_queue` waiting (more are refused with RESOURCE_EXHAUSTED).
+    read_workers: int = 4
+    write_queue: int = 8
     progress: bool = False

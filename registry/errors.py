@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from indexer.errors import CapregError
 
 __all__ = [
+    "CallerGone",
     "CapregError",
     "CatalogNotFound",
     "InvalidRequest",
     "NotReady",
+    "Overloaded",
     "PermissionDenied",
     "ToolsNotFound",
     "Unauthenticated",
@@ -61,3 +63,11 @@ class Unauthenticated(CapregError):
 
 class PermissionDenied(CapregError):
     """A known caller lacks the scope this operation needs."""
+
+
+class Overloaded(CapregError):
+    """Too much work is already waiting; the message says when to retry."""
+
+
+class CallerGone(CapregError):
+    """The caller left or its deadline passed before the work started: it was not done."""

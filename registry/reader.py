@@ -137,6 +137,19 @@ class Snapshot:
         return [entry for entry in found.values() if entry is not None]
 
 
+@dataclass(frozen=True, kw_only=True)
+class SearchRequest:
+    """A checked search, bound to the snapshot that will answer it."""
+
+    snapshot: Snapshot
+    text: str
+    limit: int
+    catalogs: list[str]
+    viewer: Grants
+    retriever: Retriever
+    key: SearchCacheKey
+
+
 def bounded_catalogs(names: Iterable[str]) -> list[str]:
     """A catalog filter, refused before any work when it is too long or names too long."""
     names = list(names)
@@ -201,6 +214,19 @@ class Reader:
         viewer: Grants = ALL,
         retriever: str = Retriever.DEFAULT,
     ) -> SearchOutcome:
+        request = self.prepare(query, limit, catalogs, viewer, retriever)
+        return self.lookup(request) or self.answer(request)
+
+    def prepare(
+        self,
+        query: str,
+        limit: int = 0,
+        catalogs: Iterable[str] = (),
+        viewer: Grants = ALL,
+        retriever: str = Retriever.DEFAULT,
+    ) -> SearchRequest:
+        """Checks a search against the current snapshot and names its cache entry: cheap
+        (no model work), so a transport can do it on its event loop."""
         snapshot = self.snapshot
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidRequest(f"query: at most {MAX_QUERY_CHARS} characters (got {len(query)})")
@@ -222,27 +248,32 @@ class Reader:
             generation=snapshot.generation,
             filters=(("retriever", retriever),),
         )
-        cached = self._cached(key)
-        if cached is not None:
-            return replace(cached, cached=True)
-        hits, weak = self._rank(
-            snapshot, text, limit, limit or DEFAULT_LIMIT, wanted, viewer, retriever
+        return SearchRequest(
+            snapshot=snapshot,
+            text=text,
+            limit=limit,
+            catalogs=wanted,
+            viewer=viewer,
+            retriever=Retriever(retriever),
+            key=key,
         )
-        outcome = SearchOutcome(hits=hits, generation=snapshot.generation, weak_match=weak)
-        self._remember(key, outcome)
+
+    def lookup(self, request: SearchRequest) -> SearchOutcome | None:
+        """The cached answer to `request`, if any: a dictionary lookup, nothing more."""
+        cached = self._cached(request.key)
+        return replace(cached, cached=True) if cached is not None else None
+
+    def answer(self, request: SearchRequest) -> SearchOutcome:
+        """Ranks `request` on its snapshot (model work) and caches the outcome."""
+        hits, weak = self._rank(request)
+        outcome = SearchOutcome(hits=hits, generation=request.snapshot.generation, weak_match=weak)
+        self._remember(request.key, outcome)
         return outcome
 
-    def _rank(
-        self,
-        snapshot: Snapshot,
-        text: str,
-        asked: int,
-        limit: int,
-        wanted: list[str],
-        viewer: Grants,
-        retriever: str,
-    ) -> tuple[list[Hit], bool]:
-        index = snapshot.index
+    def _rank(self, request: SearchRequest) -> tuple[list[Hit], bool]:
+        index = request.snapshot.index
+        text, wanted, viewer = request.text, request.catalogs, request.viewer
+        retriever, limit = request.retriever, request.limit or DEFAULT_LIMIT
         if retriever == Retriever.BM25:
             hits = index.search_lexical(text, limit, catalogs=wanted, visible=viewer.allows)
             return hits, not hits
@@ -250,14 +281,14 @@ class Reader:
             vector = self._queries.embed(text)
             hits = index.search(vector, limit, catalogs=wanted, visible=viewer.allows)
             return hits, not hits or hits[0].score < self._weak_score
-        levers = ABLATIONS.get(Retriever(retriever), ALL_LEVERS)
+        levers = ABLATIONS.get(retriever, ALL_LEVERS)
         clauses = split_intents(text) if levers.intents else []
         hits = index.search_hybrid(
             [text, *clauses],
             self._queries.request_vectors(text, clauses, joint=levers.joint_clauses),
             limit,
             # A caller who names no limit gets the registry's confident set (<= 5).
-            confident_only=asked == 0 and levers.cut,
+            confident_only=request.limit == 0 and levers.cut,
             levers=levers,
             catalogs=wanted,
             visible=viewer.allows,

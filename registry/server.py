@@ -20,6 +20,7 @@ from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import CapregError
 from registry.keys import KeyFileError, KeyStore
+from registry.lanes import Lanes
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
 from registry.store import Store
@@ -32,7 +33,10 @@ SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].fu
 
 
 def create_server(
-    config: ServerConfig, registry: Registry, authenticator: Authenticator
+    config: ServerConfig,
+    registry: Registry,
+    authenticator: Authenticator,
+    lanes: Lanes | None = None,
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready)."""
@@ -42,8 +46,9 @@ def create_server(
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ]
     )
+    lanes = lanes or Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
     registry_pb2_grpc.add_CapabilityRegistryServicer_to_server(
-        CapabilityRegistryServicer(registry, authenticator), server
+        CapabilityRegistryServicer(registry, authenticator, lanes), server
     )
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -71,8 +76,10 @@ class ServeFailed(CapregError):
     """The server cannot start: the message names the setting to change."""
 
 
-async def run_server(config: ServerConfig) -> None:
-    """Opens everything `config` names, serves until SIGINT or SIGTERM, then stops."""
+async def run_server(config: ServerConfig) -> bool:
+    """Opens everything `config` names, serves until SIGINT or SIGTERM, then stops within
+    the grace period. Returns False when work was still running at its end (the caller
+    exits regardless: a cut-short write leaves the old or the new catalog whole)."""
 
     started = time.perf_counter()
     try:
@@ -83,7 +90,8 @@ async def run_server(config: ServerConfig) -> None:
     one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
     registry = Registry(store, embedder, settings=config.search, progress=config.progress)
-    server, port, health = create_server(config, registry, Authenticator(keys))
+    lanes = Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
+    server, port, health = create_server(config, registry, Authenticator(keys), lanes)
     if port == 0:
         raise ServeFailed(f"cannot listen on {config.listen}")
     await server.start()
@@ -132,7 +140,14 @@ async def run_server(config: ServerConfig) -> None:
     watching = asyncio.create_task(watcher.run(stop, config.watch_interval)) if watcher else None
     await stop.wait()
     logger.info("stopping")
+    ends = time.monotonic() + config.grace_seconds
     if watching is not None:
         await watching  # returns at once: it waits on the same stop event
+    # New calls are refused at once; calls in flight get the grace period, then are cancelled.
     await server.stop(config.grace_seconds)
-    store.close()
+    drained = await lanes.drain(ends - time.monotonic())
+    if drained:
+        store.close()
+    else:
+        logger.warning("stopping with work still running after %.1fs", config.grace_seconds)
+    return drained

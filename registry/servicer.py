@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
 from registry.core import Registry, SearchOutcome
+from registry.lanes import Lanes
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants
@@ -53,9 +53,10 @@ def search_response(outcome: SearchOutcome) -> pb.SearchResponse:
 
 
 class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
-    def __init__(self, registry: Registry, authenticator: Authenticator) -> None:
+    def __init__(self, registry: Registry, authenticator: Authenticator, lanes: Lanes) -> None:
         self._registry = registry
         self._auth = authenticator
+        self._lanes = lanes
 
     def _grants(self, context: Context) -> Grants:
         return self._auth.principal(context.invocation_metadata() or ()).grants
@@ -65,11 +66,13 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
 
     @mapped
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
-        # Encoding the query is CPU work that releases the GIL: keep it off the event loop.
         grants = self._grants(context)
-        outcome = await asyncio.to_thread(
-            self._registry.search, request.query, request.limit, list(request.catalogs), grants
-        )
+        reader = self._registry.reader
+        checked = reader.prepare(request.query, request.limit, list(request.catalogs), grants)
+        # A cache hit is answered here, never queued behind model work.
+        outcome = reader.lookup(checked)
+        if outcome is None:
+            outcome = await self._lanes.read(context, reader.answer, checked)
         return search_response(outcome)
 
     @mapped
@@ -80,7 +83,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         # One snapshot answers the tools and the generation together.
         snapshot = self._registry.snapshot
         # Suggestions for unknown ids are CPU work: off the event loop.
-        entries = await asyncio.to_thread(snapshot.schemas, list(request.ids), grants)
+        entries = await self._lanes.read(context, snapshot.schemas, list(request.ids), grants)
         return pb.GetSchemaResponse(
             tools=[tool_schema(entry) for entry in entries],
             index_generation=snapshot.generation,
@@ -91,8 +94,8 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.RegisterCatalogRequest, context: Context
     ) -> pb.RegisterCatalogResponse:
         self._admin(context)
-        outcome = await asyncio.to_thread(
-            self._registry.register, request.content, name=request.name, fmt=request.format
+        outcome = await self._lanes.write(
+            context, self._registry.register, request.content, name=request.name, fmt=request.format
         )
         return pb.RegisterCatalogResponse(
             catalog=outcome.catalog,
@@ -111,7 +114,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.DeleteCatalogRequest, context: Context
     ) -> pb.DeleteCatalogResponse:
         self._admin(context)
-        removed, generation = await asyncio.to_thread(self._registry.delete, request.name)
+        removed, generation = await self._lanes.write(context, self._registry.delete, request.name)
         return pb.DeleteCatalogResponse(
             catalog=request.name, removed=removed, index_generation=generation
         )

@@ -11,9 +11,11 @@ import grpc
 
 from indexer.formats import CatalogError
 from registry.errors import (
+    CallerGone,
     CatalogNotFound,
     InvalidRequest,
     NotReady,
+    Overloaded,
     PermissionDenied,
     ToolsNotFound,
     Unauthenticated,
@@ -33,6 +35,8 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (NotReady, grpc.StatusCode.UNAVAILABLE),
+    (Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (CallerGone, grpc.StatusCode.DEADLINE_EXCEEDED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
@@ -95,9 +96,14 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
 def cmd_serve(args: argparse.Namespace) -> int:
     config = serve_config(args)
     try:
-        asyncio.run(run_server(config))
+        drained = asyncio.run(run_server(config))
     except ServeFailed as exc:
         raise CommandError(str(exc)) from exc
+    if not drained:
+        # Worker threads still running would hold the interpreter's exit past the grace
+        # period; the store's transactions make leaving them safe.
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 

@@ -1,0 +1,114 @@
+"""Where a request's CPU work runs: a read lane and a bounded write lane, off the event loop.
+
+Writes (parsing, embedding a catalog) are slow and serialised by the writer anyway; on their
+own single-worker lane with a bounded queue they can never occupy the threads searches need.
+A job whose caller has gone, or whose deadline passed while it waited, is dropped unrun, so a
+burst of abandoned calls costs nothing once its callers give up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+from registry.errors import CallerGone, NotReady, Overloaded
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Lanes:
+    """Two thread pools and the admission rule of the write one."""
+
+    def __init__(self, *, read_workers: int, write_queue: int) -> None:
+        self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="capreg-read")
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="capreg-write")
+        self._write_queue = write_queue
+        self._pending_writes = 0
+        self._lock = threading.Lock()
+        self._active = 0
+        self._idle = threading.Event()
+        self._idle.set()
+
+    async def read(self, call: Any, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(self._reads, call, work, *args, **kwargs)
+
+    async def write(self, call: Any, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            # One change runs; at most `write_queue` wait behind it.
+            if self._pending_writes > self._write_queue:
+                raise Overloaded(
+                    f"{self._pending_writes - 1} catalog changes are already waiting; retry in a "
+                    "few seconds"
+                )
+            self._pending_writes += 1
+        try:
+            return await self._run(self._writes, call, work, *args, **kwargs)
+        finally:
+            with self._lock:
+                self._pending_writes -= 1
+
+    @property
+    def pending_writes(self) -> int:
+        return self._pending_writes
+
+    async def _run(
+        self,
+        pool: ThreadPoolExecutor,
+        call: Any,
+        work: Callable[P, T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Runs `work` on `pool` unless `call` (a gRPC servicer context, or None) is over
+        by the time a worker takes it."""
+        gone = threading.Event()
+        deadline = None
+        if call is not None:
+            remaining = call.time_remaining()
+            if remaining is not None:
+                deadline = time.monotonic() + remaining
+            call.add_done_callback(lambda _call: gone.set())
+
+        def guarded() -> T:
+            if gone.is_set():
+                raise CallerGone("the caller went away before the work started")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise CallerGone("the call's deadline passed before the work started")
+            self._started()
+            try:
+                return work(*args, **kwargs)
+            finally:
+                self._finished()
+
+        try:
+            future = asyncio.get_running_loop().run_in_executor(pool, guarded)
+        except RuntimeError as exc:  # the pool was shut down: the server is stopping
+            raise NotReady("the server is stopping; retry on another replica") from exc
+        return await future
+
+    def _started(self) -> None:
+        with self._lock:
+            self._active += 1
+            self._idle.clear()
+
+    def _finished(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if not self._active:
+                self._idle.set()
+
+    async def drain(self, timeout: float) -> bool:
+        """Drops queued jobs and waits up to `timeout` seconds for running ones; True when
+        none is left running. A write cut short by exiting is safe: the store keeps the old
+        or the new catalog whole."""
+        for pool in (self._reads, self._writes):
+            pool.shutdown(wait=False, cancel_futures=True)
+        return await asyncio.to_thread(self._idle.wait, max(timeout, 0.0))
