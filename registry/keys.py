@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -199,7 +200,13 @@ def _read(path: Path, *, missing_ok: bool = False) -> tuple[list[_PrincipalRecor
     try:
         with path.open(encoding="utf-8") as handle:
             # fstat the open file, so the signature describes exactly the bytes we parse.
-            signature = _signature(os.fstat(handle.fileno()))
+            status = os.fstat(handle.fileno())
+            if status.st_mode & stat.S_IWOTH:
+                raise KeyFileError(
+                    f"{path}: anyone on this machine may write it (mode "
+                    f"{stat.S_IMODE(status.st_mode):o}); run chmod o-w {path}"
+                )
+            signature = _signature(status)
             text = handle.read()
     except FileNotFoundError:
         if missing_ok:

@@ -7,6 +7,8 @@ import asyncio
 import logging
 import signal
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -25,9 +27,43 @@ from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
 from registry.store import Store
 from registry.watch import FolderWatcher
-from registry.wire import MAX_MESSAGE_BYTES
+from registry.wire import MAX_MESSAGE_BYTES, is_loopback
 
 logger = logging.getLogger(__name__)
+
+
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+
+
+class KeyedReflection(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in the stubs only
+    """Server reflection describes the API; with keys configured it needs a valid key too
+    (health checks stay open for load balancers)."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self._auth = authenticator
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+        ],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        if self._auth.open or not details.method.startswith("/grpc.reflection."):
+            return await continuation(details)
+        try:
+            self._auth.principal(details.invocation_metadata or (), "reflection")
+        except CapregError as exc:
+            message = str(exc)
+
+            async def refuse(
+                _requests: object, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+            return grpc.stream_stream_rpc_method_handler(refuse)
+        return await continuation(details)
+
 
 SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].full_name
 
@@ -41,10 +77,11 @@ def create_server(
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready)."""
     server = grpc.aio.server(
+        interceptors=[KeyedReflection(authenticator)],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ]
+        ],
     )
     lanes = lanes or Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
     registry_pb2_grpc.add_CapabilityRegistryServicer_to_server(
@@ -72,6 +109,16 @@ def mark_serving(health_servicer: health.HealthServicer) -> None:
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
+def exposure_warnings(config: ServerConfig) -> list[str]:
+    """What an operator must hear about how exposed this configuration is."""
+    if (config.tls_cert and config.tls_key) or is_loopback(config.listen):
+        return []
+    return [
+        f"serving on {config.listen} without TLS: API keys and catalogs cross the network in "
+        "clear; pass --tls-cert and --tls-key or put a TLS-terminating proxy in front"
+    ]
+
+
 class ServeFailed(CapregError):
     """The server cannot start: the message names the setting to change."""
 
@@ -95,6 +142,8 @@ async def run_server(config: ServerConfig) -> bool:
     if port == 0:
         raise ServeFailed(f"cannot listen on {config.listen}")
     await server.start()
+    for warning in exposure_warnings(config):
+        logger.warning("%s", warning)
     if keys is None:
         logger.warning(
             "NO KEYS FILE: every caller is an administrator who sees every tool. "

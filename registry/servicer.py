@@ -10,7 +10,7 @@ from registry.core import Registry, SearchOutcome
 from registry.lanes import Lanes
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.scopes import Grants
+from registry.scopes import Grants, Principal
 from registry.status import Context, mapped
 
 
@@ -58,11 +58,14 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self._auth = authenticator
         self._lanes = lanes
 
+    def _principal(self, context: Context) -> Principal:
+        return self._auth.principal(context.invocation_metadata() or (), context.peer())
+
     def _grants(self, context: Context) -> Grants:
-        return self._auth.principal(context.invocation_metadata() or ()).grants
+        return self._principal(context).grants
 
     def _admin(self, context: Context) -> None:
-        require_admin(self._auth.principal(context.invocation_metadata() or ()))
+        require_admin(self._principal(context))
 
     @mapped
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:

@@ -8,6 +8,7 @@ never embedded twice and a restart embeds nothing.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -124,6 +125,10 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            # Owner-only from the first byte: the store holds every catalog (SQLite's WAL and
+            # shared-memory files take the database file's mode).
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
