@@ -9,9 +9,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from mcp_bridge.config import BridgeConfig, HttpListen
+from mcp_bridge.config import MAX_SESSIONS, SESSION_IDLE_SECONDS, BridgeConfig, HttpListen
 from registry.client import DEFAULT_TIMEOUT_SECONDS, RegistryTarget
-from registry.wire import DEFAULT_LISTEN, listen_host
+from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
 
 
 class BridgeOptionError(ValueError):
@@ -40,6 +40,28 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="HOST:PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any)",
     )
+    bridge.add_argument(
+        "--http-tls-cert", help="PEM certificate chain: serve the HTTP listener over TLS"
+    )
+    bridge.add_argument("--http-tls-key", help="PEM private key for --http-tls-cert")
+    bridge.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="allow clear-text HTTP on a non-loopback address (a TLS proxy is in front)",
+    )
+    bridge.add_argument(
+        "--max-sessions",
+        type=int,
+        default=MAX_SESSIONS,
+        help="HTTP sessions open at once (default: %(default)s)",
+    )
+    bridge.add_argument(
+        "--session-idle",
+        type=float,
+        default=SESSION_IDLE_SECONDS,
+        metavar="SECONDS",
+        help="close an HTTP session idle this long (default: %(default)s)",
+    )
     bridge.add_argument("--ca-file", help="PEM CA certificate: reach the registry over TLS")
     bridge.add_argument(
         "--timeout",
@@ -50,15 +72,41 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     bridge.set_defaults(handler=cmd_bridge)
 
 
-def parse_listen(listen: str) -> HttpListen:
+def parse_listen(listen: str) -> tuple[str, int]:
+    """HOST:PORT; no host means loopback (never every interface)."""
     try:
-        host = listen_host(listen)
+        host = listen_host(listen) or "127.0.0.1"
     except ValueError as exc:
         raise BridgeOptionError(f"--http: {exc}") from exc
     port = int(listen.rpartition(":")[2])
     if port > 65_535:
         raise BridgeOptionError(f"--http: port {port} is out of range")
-    return HttpListen(host=host, port=port)
+    return host, port
+
+
+def http_listen(args: argparse.Namespace) -> HttpListen:
+    host, port = parse_listen(args.http)
+    if bool(args.http_tls_cert) != bool(args.http_tls_key):
+        raise BridgeOptionError("--http-tls-cert and --http-tls-key go together")
+    tls = bool(args.http_tls_cert)
+    if not (tls or args.insecure_http or is_loopback(f"[{host}]:{port}")):
+        raise BridgeOptionError(
+            f"--http {host}:{port} is not a loopback address: clients would send their API "
+            "keys in clear text. Pass --http-tls-cert and --http-tls-key, or --insecure-http "
+            "when a TLS-terminating proxy is in front"
+        )
+    if args.max_sessions < 1:
+        raise BridgeOptionError("--max-sessions must be at least 1")
+    if not args.session_idle > 0:
+        raise BridgeOptionError("--session-idle must be a positive number of seconds")
+    return HttpListen(
+        host=host,
+        port=port,
+        tls_cert=Path(args.http_tls_cert) if tls else None,
+        tls_key=Path(args.http_tls_key) if tls else None,
+        max_sessions=args.max_sessions,
+        session_idle_seconds=args.session_idle,
+    )
 
 
 def bridge_config(args: argparse.Namespace, environ: Mapping[str, str]) -> BridgeConfig:
@@ -81,7 +129,7 @@ def bridge_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Bridg
         raise BridgeOptionError(f"--registry: {exc}") from exc
     return BridgeConfig(
         registry=target,
-        http=parse_listen(args.http) if args.http else None,
+        http=http_listen(args) if args.http else None,
         api_key=environ.get("CAPREG_API_KEY") or None,
     )
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from registry.client import RegistryTarget
+
+# Sessions one HTTP bridge keeps open at once, and how long an idle one lives.
+MAX_SESSIONS = 256
+SESSION_IDLE_SECONDS = 600.0
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -14,6 +19,12 @@ class HttpListen:
     host: str = "127.0.0.1"
     port: int = 0
     path: str = "/mcp"
+    # TLS for the HTTP listener itself (PEM files); required beyond loopback unless the
+    # operator explicitly accepts clear text (a TLS-terminating proxy in front).
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_sessions: int = MAX_SESSIONS
+    session_idle_seconds: float = SESSION_IDLE_SECONDS
 
 
 @dataclass(kw_only=True, frozen=True)

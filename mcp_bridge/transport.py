@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_bridge.config import BridgeConfig, HttpListen
 from mcp_bridge.server import build_server, forwarded_bearer, static_key
-from registry.client import AsyncRegistryClient
+from registry.client import AccessRefused, AsyncRegistryClient, RegistryCallFailed
 from registry.wire import bearer_key, is_loopback
 
 logger = logging.getLogger(__name__)
@@ -23,34 +23,52 @@ class CannotListen(Exception):
     """The HTTP address cannot be bound (in use, not local, not permitted)."""
 
 
-class RequireBearer:
-    """Answers 401 to any HTTP request without `Authorization: Bearer <key>`.
+def _refusal(description: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": "invalid_token", "error_description": description},
+        status_code=401,
+        headers={"WWW-Authenticate": 'Bearer realm="capreg"'},
+    )
 
-    The key itself is judged by the registry on every call; refusing keyless requests here
-    means an anonymous client never reaches a tool, and never borrows anyone else's key.
+
+class RequireBearer:
+    """Answers 401 to any HTTP request without `Authorization: Bearer <key>`, and to a request
+    opening a session with a key the registry does not accept.
+
+    The key is judged by the registry again on every call; checking it when a session opens
+    means an arbitrary bearer string cannot hold a session (and its memory) open.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, client: AsyncRegistryClient) -> None:
         self._app = app
+        self._client = client
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and bearer_key(Headers(scope=scope).items()) is None:
-            response = JSONResponse(
-                {
-                    "error": "invalid_token",
-                    "error_description": "send 'Authorization: Bearer <capreg API key>'",
-                },
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="capreg"'},
-            )
-            await response(scope, receive, send)
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
+        key = bearer_key(headers.items())
+        if key is None:
+            await _refusal("send 'Authorization: Bearer <capreg API key>'")(scope, receive, send)
+            return
+        if "mcp-session-id" not in headers and scope.get("method") == "POST":
+            try:
+                await self._client.list_catalogs(key=key)
+            except AccessRefused:
+                await _refusal("the registry does not accept this key")(scope, receive, send)
+                return
+            except RegistryCallFailed as exc:
+                response = JSONResponse({"error": "unavailable", "error_description": str(exc)})
+                response.status_code = 503
+                await response(scope, receive, send)
+                return
         await self._app(scope, receive, send)
 
 
-def _url(host: str, port: int, path: str) -> str:
+def _url(host: str, port: int, path: str, *, tls: bool = False) -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}{path}"
 
 
 def _bind(listen: HttpListen) -> socket.socket:
@@ -65,17 +83,29 @@ def _bind(listen: HttpListen) -> socket.socket:
 async def serve_http(config: BridgeConfig, listen: HttpListen, client: AsyncRegistryClient) -> None:
     server = build_server(client, forwarded_bearer)
     # `host` turns on the SDK's DNS-rebinding protection for loopback addresses.
-    app = server.streamable_http_app(streamable_http_path=listen.path, host=listen.host)
+    app = server.streamable_http_app(
+        streamable_http_path=listen.path,
+        host=listen.host,
+        session_idle_timeout=listen.session_idle_seconds,
+        max_sessions=listen.max_sessions,
+    )
     sock = _bind(listen)
-    url = _url(listen.host, sock.getsockname()[1], listen.path)
-    if not is_loopback(f"{listen.host}:{listen.port}"):
+    tls = listen.tls_cert is not None and listen.tls_key is not None
+    url = _url(listen.host, sock.getsockname()[1], listen.path, tls=tls)
+    if not tls and not is_loopback(f"[{listen.host}]:{listen.port}"):
         logger.warning(
-            "serving on %s without TLS: bearer keys cross the network in clear; "
-            "put a TLS-terminating proxy in front",
+            "serving on %s without TLS (--insecure-http): bearer keys cross the network in "
+            "clear unless a TLS-terminating proxy is in front",
             url,
         )
     uvicorn_server = uvicorn.Server(
-        uvicorn.Config(RequireBearer(app), log_level="warning", lifespan="on")
+        uvicorn.Config(
+            RequireBearer(app, client),
+            log_level="warning",
+            lifespan="on",
+            ssl_certfile=str(listen.tls_cert) if tls else None,
+            ssl_keyfile=str(listen.tls_key) if tls else None,
+        )
     )
     # A plain line on stderr (the CLI logs at WARNING): clients and tests wait for it.
     print(

@@ -106,7 +106,7 @@ class HttpBridge:
 
 
 @asynccontextmanager
-async def http_bridge_process(address: str) -> AsyncIterator[HttpBridge]:
+async def http_bridge_process(address: str, *options: str) -> AsyncIterator[HttpBridge]:
     """`capreg bridge --http 127.0.0.1:0` as a real subprocess; yields once it has bound."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -117,6 +117,7 @@ async def http_bridge_process(address: str) -> AsyncIterator[HttpBridge]:
         address,
         "--http",
         "127.0.0.1:0",
+        *options,
         cwd=ROOT,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,

@@ -41,3 +41,25 @@ def test_the_command_reports_a_bad_option_in_one_line(capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert err.startswith("capreg: --http")
     assert err.count("\n") == 1
+
+
+def test_an_http_address_without_a_host_is_loopback() -> None:
+    args = build_parser().parse_args(["bridge", "--http", ":0"])
+    config = bridge_config(args, {})
+    assert config.http is not None
+    assert config.http.host == "127.0.0.1"
+
+
+def test_clear_text_http_beyond_loopback_needs_tls_or_an_explicit_override() -> None:
+    refused = build_parser().parse_args(["bridge", "--http", "0.0.0.0:8765"])
+    with pytest.raises(BridgeOptionError, match="--insecure-http"):
+        bridge_config(refused, {})
+    allowed = build_parser().parse_args(["bridge", "--http", "0.0.0.0:8765", "--insecure-http"])
+    assert bridge_config(allowed, {}).http is not None
+    half = ["bridge", "--http", "0.0.0.0:8765", "--http-tls-cert", "c.pem"]
+    with pytest.raises(BridgeOptionError, match="go together"):
+        bridge_config(build_parser().parse_args(half), {})
+    tls = build_parser().parse_args([*half, "--http-tls-key", "k.pem"])
+    config = bridge_config(tls, {})
+    assert config.http is not None
+    assert config.http.tls_cert is not None

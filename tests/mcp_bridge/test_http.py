@@ -83,3 +83,49 @@ async def test_an_http_request_without_a_bearer_key_is_refused(
             async with http_client(bridge.url, None) as client:
                 await client.list_tools()
         assert caught.group_contains(MCPError, depth=None)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+STREAMS = {"Accept": "application/json, text/event-stream"}
+
+
+async def test_a_session_is_not_opened_for_a_key_the_registry_refuses(
+    secured_registry: SecuredRegistry,
+) -> None:
+    async with (
+        http_bridge_process(secured_registry.address) as bridge,
+        httpx2.AsyncClient(timeout=30.0) as http,
+    ):
+        forged = await http.post(
+            bridge.url,
+            json=INITIALIZE,
+            headers={**STREAMS, "Authorization": "Bearer capreg_00000000_notakey"},
+        )
+        real = await http.post(
+            bridge.url,
+            json=INITIALIZE,
+            headers={**STREAMS, "Authorization": f"Bearer {secured_registry.hr_key}"},
+        )
+    assert forged.status_code == 401
+    assert "mcp-session-id" not in forged.headers
+    assert real.status_code == 200
+    assert real.headers["mcp-session-id"]
+
+
+async def test_sessions_are_capped(secured_registry: SecuredRegistry) -> None:
+    headers = {**STREAMS, "Authorization": f"Bearer {secured_registry.hr_key}"}
+    async with (
+        http_bridge_process(secured_registry.address, "--max-sessions", "2") as bridge,
+        httpx2.AsyncClient(timeout=30.0) as http,
+    ):
+        opened = [await http.post(bridge.url, json=INITIALIZE, headers=headers) for _ in range(3)]
+    assert [r.status_code == 200 for r in opened] == [True, True, False]
