@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from registry.errors import Overloaded, PermissionDenied, Unauthenticated
 from registry.keys import KeyStore
+from registry.logs import audit
 from registry.scopes import ADMIN_SCOPE, Grants, Principal
 from registry.wire import bearer_key
 
@@ -121,6 +122,7 @@ class Authenticator:
             count = len(recent)
         if count <= self._max_failures:
             logger.warning("authentication failed from %s (%s)", host, what)
+            audit("auth_failure", peer=host, key=what)
         if count == self._max_failures:
             logger.warning(
                 "throttling %s: %d failed authentications in %.0fs",

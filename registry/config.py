@@ -49,4 +49,6 @@ class ServerConfig:
     # and at most `write_queue` waiting (more are refused with RESOURCE_EXHAUSTED).
     read_workers: int = 4
     write_queue: int = 8
+    # HOST:PORT of the Prometheus endpoint (/metrics); None: not served.
+    metrics_listen: str | None = None
     progress: bool = False

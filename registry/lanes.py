@@ -32,13 +32,20 @@ class Lanes:
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="capreg-write")
         self._write_queue = write_queue
         self._pending_writes = 0
+        self._pending_reads = 0
         self._lock = threading.Lock()
         self._active = 0
         self._idle = threading.Event()
         self._idle.set()
 
     async def read(self, call: Any, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._run(self._reads, call, work, *args, **kwargs)
+        with self._lock:
+            self._pending_reads += 1
+        try:
+            return await self._run(self._reads, call, work, *args, **kwargs)
+        finally:
+            with self._lock:
+                self._pending_reads -= 1
 
     async def write(self, call: Any, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         with self._lock:
@@ -58,6 +65,10 @@ class Lanes:
     @property
     def pending_writes(self) -> int:
         return self._pending_writes
+
+    @property
+    def pending_reads(self) -> int:
+        return self._pending_reads
 
     async def _run(
         self,

@@ -206,6 +206,11 @@ class Reader:
     def queries(self) -> QueryEncoder:
         return self._queries
 
+    @property
+    def results(self) -> TTLCache[SearchCacheKey, SearchOutcome]:
+        """The result cache (read for its hit and miss counts)."""
+        return self._results
+
     def search(
         self,
         query: str,

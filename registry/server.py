@@ -9,10 +9,12 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
+from wsgiref.simple_server import WSGIServer
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
 
 from indexer.embedding import load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
@@ -23,11 +25,12 @@ from registry.core import Registry
 from registry.errors import CapregError
 from registry.keys import KeyFileError, KeyStore
 from registry.lanes import Lanes
+from registry.metrics import Observed, ServiceMetrics
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
 from registry.store import Store
 from registry.watch import FolderWatcher
-from registry.wire import MAX_MESSAGE_BYTES, is_loopback
+from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
 logger = logging.getLogger(__name__)
 
@@ -73,17 +76,21 @@ def create_server(
     registry: Registry,
     authenticator: Authenticator,
     lanes: Lanes | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready)."""
+    lanes = lanes or Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
+    metrics = metrics or ServiceMetrics()
+    metrics.watch(registry, lanes)
     server = grpc.aio.server(
-        interceptors=[KeyedReflection(authenticator)],
+        # Outermost first: every call is counted and carries a request id, refusals included.
+        interceptors=[Observed(metrics), KeyedReflection(authenticator)],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
-    lanes = lanes or Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
     registry_pb2_grpc.add_CapabilityRegistryServicer_to_server(
         CapabilityRegistryServicer(registry, authenticator, lanes), server
     )
@@ -119,6 +126,20 @@ def exposure_warnings(config: ServerConfig) -> list[str]:
     ]
 
 
+def serve_metrics(listen: str, metrics: ServiceMetrics) -> WSGIServer:
+    """Prometheus's text format at http://LISTEN/metrics, on its own thread."""
+    host = listen_host(listen)
+    port = int(listen.rpartition(":")[2])
+    try:
+        exporter, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    except OSError as exc:
+        raise ServeFailed(f"cannot serve metrics on {listen}: {exc.strerror}") from exc
+    if not is_loopback(listen):
+        logger.warning("metrics on %s are readable by anyone who can reach it", listen)
+    logger.info("Prometheus metrics at http://%s/metrics", listen)
+    return exporter
+
+
 class ServeFailed(CapregError):
     """The server cannot start: the message names the setting to change."""
 
@@ -138,7 +159,9 @@ async def run_server(config: ServerConfig) -> bool:
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
     registry = Registry(store, embedder, settings=config.search, progress=config.progress)
     lanes = Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
-    server, port, health = create_server(config, registry, Authenticator(keys), lanes)
+    metrics = ServiceMetrics()
+    server, port, health = create_server(config, registry, Authenticator(keys), lanes, metrics)
+    exporter = serve_metrics(config.metrics_listen, metrics) if config.metrics_listen else None
     if port == 0:
         raise ServeFailed(f"cannot listen on {config.listen}")
     await server.start()
@@ -194,6 +217,9 @@ async def run_server(config: ServerConfig) -> bool:
         await watching  # returns at once: it waits on the same stop event
     # New calls are refused at once; calls in flight get the grace period, then are cancelled.
     await server.stop(config.grace_seconds)
+    if exporter is not None:
+        exporter.shutdown()
+        exporter.server_close()
     drained = await lanes.drain(ends - time.monotonic())
     if drained:
         store.close()

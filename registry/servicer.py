@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
 from registry.core import Registry, SearchOutcome
+from registry.errors import CapregError
 from registry.lanes import Lanes
+from registry.logs import audit
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants, Principal
@@ -64,9 +67,6 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     def _grants(self, context: Context) -> Grants:
         return self._principal(context).grants
 
-    def _admin(self, context: Context) -> None:
-        require_admin(self._principal(context))
-
     @mapped
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         grants = self._grants(context)
@@ -96,9 +96,36 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     async def RegisterCatalog(
         self, request: pb.RegisterCatalogRequest, context: Context
     ) -> pb.RegisterCatalogResponse:
-        self._admin(context)
-        outcome = await self._lanes.write(
-            context, self._registry.register, request.content, name=request.name, fmt=request.format
+        principal = self._principal(context)
+        require_admin(principal)
+        digest = hashlib.sha256(request.content.encode("utf-8", "surrogatepass")).hexdigest()
+        try:
+            outcome = await self._lanes.write(
+                context,
+                self._registry.register,
+                request.content,
+                name=request.name,
+                fmt=request.format,
+            )
+        except CapregError as exc:
+            audit(
+                "register_refused",
+                principal=principal.name,
+                catalog=request.name[:64],
+                digest=digest[:16],
+                reason=type(exc).__name__,
+            )
+            raise
+        audit(
+            "register",
+            principal=principal.name,
+            catalog=outcome.catalog,
+            revision=outcome.revision,
+            generation=outcome.generation,
+            digest=digest[:16],
+            added=outcome.added,
+            updated=outcome.updated,
+            removed=outcome.removed,
         )
         return pb.RegisterCatalogResponse(
             catalog=outcome.catalog,
@@ -116,8 +143,16 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     async def DeleteCatalog(
         self, request: pb.DeleteCatalogRequest, context: Context
     ) -> pb.DeleteCatalogResponse:
-        self._admin(context)
+        principal = self._principal(context)
+        require_admin(principal)
         removed, generation = await self._lanes.write(context, self._registry.delete, request.name)
+        audit(
+            "delete",
+            principal=principal.name,
+            catalog=request.name,
+            removed=removed,
+            generation=generation,
+        )
         return pb.DeleteCatalogResponse(
             catalog=request.name, removed=removed, index_generation=generation
         )

@@ -131,6 +131,8 @@ class Writer:
         self._generation: int | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
         self._deferred: int | None = None
+        # Tool documents this process has sent to the model (a metric).
+        self.embedded_total = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -366,6 +368,7 @@ class Writer:
         if not to_embed:
             return {}
         vectors = self._embedder.encode([texts[h] for h in to_embed], progress=self._progress)
+        self.embedded_total += len(to_embed)
         return dict(zip(to_embed, vectors, strict=True))
 
     def _ensure_vectors(self, texts: dict[str, str]) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from registry.cli import commands, keys, lint, mcp_import, serve
 from registry.cli import eval as eval_command
 from registry.cli.errors import CommandError
+from registry.logs import JsonFormatter, RequestIdFilter
 
 __all__ = ["CommandError", "build_parser", "main"]
 
@@ -33,15 +34,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configure_logging(level: str, log_format: str) -> None:
+    """Logs to stderr, each record stamped with its request id; JSON lines on request."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # The server narrates at INFO; client commands speak only through their output.
     default_level = "INFO" if args.command == "serve" else "WARNING"
-    logging.basicConfig(
-        level=os.environ.get("CAPREG_LOG_LEVEL", default_level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+    configure_logging(
+        os.environ.get("CAPREG_LOG_LEVEL", default_level), getattr(args, "log_format", "text")
     )
     try:
         code: int = args.handler(args)

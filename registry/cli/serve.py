@@ -14,7 +14,7 @@ from indexer.embedding import BACKENDS, EmbedderBackend
 from registry.cli.errors import CommandError
 from registry.config import APPROXIMATE_FROM, DEFAULT_DB, SearchSettings, ServerConfig
 from registry.server import ServeFailed, run_server
-from registry.wire import DEFAULT_LISTEN, is_loopback
+from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
 
 
 def _at_least_one(value: str) -> int:
@@ -73,6 +73,9 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         ),
         progress=sys.stderr.isatty(),
         watch=args.watch,
+        metrics_listen=args.metrics,
+        read_workers=args.read_workers,
+        write_queue=args.write_queue,
         watch_interval=args.watch_interval,
     )
     if bool(config.tls_cert) != bool(config.tls_key):
@@ -86,6 +89,11 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
             f"refusing to listen on non-loopback address {config.listen} without credentials "
             "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
         )
+    if config.metrics_listen:
+        try:
+            listen_host(config.metrics_listen)
+        except ValueError as exc:
+            raise CommandError(f"--metrics: {exc}") from exc
     if config.catalogs_dir and not config.catalogs_dir.is_dir():
         raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
     if config.watch and not config.catalogs_dir:
@@ -142,5 +150,29 @@ def add_parser(commands: Any) -> None:
         type=float,
         default=ServerConfig().watch_interval,
         help="seconds between scans",
+    )
+    serve.add_argument(
+        "--metrics",
+        default=os.environ.get("CAPREG_METRICS"),
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=os.environ.get("CAPREG_LOG_FORMAT", "text"),
+        help="log lines as text or as JSON objects (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--read-workers",
+        type=_at_least_one,
+        default=ServerConfig().read_workers,
+        help="threads for searches and schema lookups (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--write-queue",
+        type=_at_least_one,
+        default=ServerConfig().write_queue,
+        help="catalog changes that may wait behind the running one (default: %(default)s)",
     )
     serve.set_defaults(handler=cmd_serve)
