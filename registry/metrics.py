@@ -7,6 +7,7 @@ size and generation, result-cache hits and misses, tools embedded, and work wait
 
 from __future__ import annotations
 
+import inspect
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -97,7 +98,13 @@ class Observed(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic
         details: grpc.HandlerCallDetails,
     ) -> Handler:
         handler = await continuation(details)
-        if handler is None or handler.unary_unary is None:
+        # The health service's handlers are plain functions that gRPC runs on its own
+        # threads; only the registry's coroutine handlers are observed.
+        if (
+            handler is None
+            or handler.unary_unary is None
+            or not inspect.iscoroutinefunction(handler.unary_unary)
+        ):
             return handler
         rpc = details.method.rsplit("/", 1)[-1]
         inner = handler.unary_unary
