@@ -28,6 +28,17 @@ class SearchSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CallerLimits:
+    """What one caller (an API key, or a peer host without one) may ask of a server."""
+
+    # Sustained requests per second (0: unlimited), and how many may arrive at once.
+    rate: float = 200.0
+    burst: int = 400
+    # Calls in flight at once.
+    concurrency: int = 32
+
+
+@dataclass(frozen=True, kw_only=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN
     db: Path = DEFAULT_DB
@@ -49,6 +60,10 @@ class ServerConfig:
     # and at most `write_queue` waiting (more are refused with RESOURCE_EXHAUSTED).
     read_workers: int = 4
     write_queue: int = 8
+    # Searches and schema lookups waiting for a read thread; past it, new ones are shed
+    # (RESOURCE_EXHAUSTED). Cache hits never wait, so they are never shed.
+    read_queue: int = 64
+    caller_limits: CallerLimits = field(default_factory=CallerLimits)
     # HOST:PORT of the Prometheus endpoint (/metrics); None: not served.
     metrics_listen: str | None = None
     progress: bool = False

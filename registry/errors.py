@@ -68,6 +68,10 @@ class PermissionDenied(CapregError):
 class Overloaded(CapregError):
     """Too much work is already waiting; the message says when to retry."""
 
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
 
 class CallerGone(CapregError):
     """The caller left or its deadline passed before the work started: it was not done."""

@@ -27,10 +27,11 @@ T = TypeVar("T")
 class Lanes:
     """Two thread pools and the admission rule of the write one."""
 
-    def __init__(self, *, read_workers: int, write_queue: int) -> None:
+    def __init__(self, *, read_workers: int, write_queue: int, read_queue: int = 64) -> None:
         self._reads = ThreadPoolExecutor(read_workers, thread_name_prefix="capreg-read")
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="capreg-write")
         self._write_queue = write_queue
+        self._read_limit = read_workers + read_queue
         self._pending_writes = 0
         self._pending_reads = 0
         self._lock = threading.Lock()
@@ -40,6 +41,11 @@ class Lanes:
 
     async def read(self, call: Any, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         with self._lock:
+            if self._pending_reads >= self._read_limit:
+                raise Overloaded(
+                    f"{self._pending_reads} searches are already running or waiting; retry shortly",
+                    retry_after=0.05,
+                )
             self._pending_reads += 1
         try:
             return await self._run(self._reads, call, work, *args, **kwargs)

@@ -25,6 +25,7 @@ from registry.core import Registry
 from registry.errors import CapregError
 from registry.keys import KeyFileError, KeyStore
 from registry.lanes import Lanes
+from registry.limits import Admission, Admit
 from registry.metrics import Observed, ServiceMetrics
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
@@ -80,12 +81,20 @@ def create_server(
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready)."""
-    lanes = lanes or Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
+    lanes = lanes or Lanes(
+        read_workers=config.read_workers,
+        write_queue=config.write_queue,
+        read_queue=config.read_queue,
+    )
     metrics = metrics or ServiceMetrics()
     metrics.watch(registry, lanes)
     server = grpc.aio.server(
         # Outermost first: every call is counted and carries a request id, refusals included.
-        interceptors=[Observed(metrics), KeyedReflection(authenticator)],
+        interceptors=[
+            Observed(metrics),
+            Admit(Admission(config.caller_limits)),
+            KeyedReflection(authenticator),
+        ],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -158,7 +167,11 @@ async def run_server(config: ServerConfig) -> bool:
     one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
     registry = Registry(store, embedder, settings=config.search, progress=config.progress)
-    lanes = Lanes(read_workers=config.read_workers, write_queue=config.write_queue)
+    lanes = Lanes(
+        read_workers=config.read_workers,
+        write_queue=config.write_queue,
+        read_queue=config.read_queue,
+    )
     metrics = ServiceMetrics()
     server, port, health = create_server(config, registry, Authenticator(keys), lanes, metrics)
     exporter = serve_metrics(config.metrics_listen, metrics) if config.metrics_listen else None

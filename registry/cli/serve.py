@@ -12,7 +12,13 @@ from typing import Any
 
 from indexer.embedding import BACKENDS, EmbedderBackend
 from registry.cli.errors import CommandError
-from registry.config import APPROXIMATE_FROM, DEFAULT_DB, SearchSettings, ServerConfig
+from registry.config import (
+    APPROXIMATE_FROM,
+    DEFAULT_DB,
+    CallerLimits,
+    SearchSettings,
+    ServerConfig,
+)
 from registry.server import ServeFailed, run_server
 from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
 
@@ -75,6 +81,9 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         watch=args.watch,
         metrics_listen=args.metrics,
         read_workers=args.read_workers,
+        caller_limits=CallerLimits(
+            rate=args.caller_rate, burst=args.caller_burst, concurrency=args.caller_concurrency
+        ),
         write_queue=args.write_queue,
         watch_interval=args.watch_interval,
     )
@@ -89,6 +98,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
             f"refusing to listen on non-loopback address {config.listen} without credentials "
             "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
         )
+    if config.caller_limits.rate < 0:
+        raise CommandError("--caller-rate must be 0 (no limit) or more")
     if config.metrics_listen:
         try:
             listen_host(config.metrics_listen)
@@ -174,5 +185,24 @@ def add_parser(commands: Any) -> None:
         type=_at_least_one,
         default=ServerConfig().write_queue,
         help="catalog changes that may wait behind the running one (default: %(default)s)",
+    )
+    limits = CallerLimits()
+    serve.add_argument(
+        "--caller-rate",
+        type=float,
+        default=limits.rate,
+        help="requests per second per API key or peer host, 0 for no limit (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--caller-burst",
+        type=_at_least_one,
+        default=limits.burst,
+        help="requests one caller may send at once above its rate (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--caller-concurrency",
+        type=_at_least_one,
+        default=limits.concurrency,
+        help="calls of one caller in flight at once (default: %(default)s)",
     )
     serve.set_defaults(handler=cmd_serve)
