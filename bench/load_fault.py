@@ -1,0 +1,330 @@
+"""Load and faults against a real `capreg serve`: mixed traffic, then kill -9 during swaps.
+
+    python -m bench.load_fault [--seconds 60] [--clients 32] [--kills 10] [--out FILE.md]
+
+1. Idle: one client repeats cached searches; their p50/p99 is the reference.
+2. Mixed: `--clients` threads for `--seconds`, each call drawn at random: cached search (50%),
+   uncached search (25%), GetSchema (20%), RegisterCatalog of a small catalog whose text
+   changes every time, so it is embedded (5%). Reports per kind: calls, p50, p99, errors (any
+   status but OK), and calls shed with RESOURCE_EXHAUSTED (the admission policy working, not
+   an error); and the server's RSS before and after.
+3. Faults: `--kills` rounds of registering a new 600-tool version of one catalog and killing
+   the server with SIGKILL at a random moment of it; after each restart the catalog must be
+   the previous version or the new one, whole (never a mix, never missing).
+A figure here is a measurement of this machine, not a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+import yaml
+
+from bench.cache_latency import sample_queries
+from bench.server_process import free_port, serving_process, wait_serving
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("cached search", "uncached search", "schema", "register")
+# Rows of the report: every kind, and the repeated searches the cache answered.
+ROWS = ("cached search", "(answered from the cache)", "uncached search", "schema", "register")
+WEIGHTS = (50, 25, 20, 5)
+FAULT_TOOLS = 600
+
+
+def percentile(samples: list[float], q: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Tally:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
+    shed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, kind: str, seconds: float, code: grpc.StatusCode | None) -> None:
+        with self.lock:
+            if code is None:
+                self.latencies[kind].append(seconds)
+            elif code is grpc.StatusCode.RESOURCE_EXHAUSTED:
+                self.shed[kind] += 1
+            else:
+                counts = self.errors[kind]
+                counts[code.name] = counts.get(code.name, 0) + 1
+
+
+def small_catalog(serial: int) -> str:
+    tools = [
+        {
+            "name": f"step_{i}",
+            "description": f"Runs load step {i} of batch {serial} and reports its outcome.",
+            "input_schema": {"type": "object", "properties": {"batch": {"type": "string"}}},
+        }
+        for i in range(3)
+    ]
+    document = {"capreg": 1, "name": "loadgen", "description": "Load test", "tools": tools}
+    return yaml.safe_dump(document)
+
+
+def idle_cached(
+    stub: pb_grpc.CapabilityRegistryStub, queries: list[str], calls: int
+) -> list[float]:
+    for query in queries:
+        stub.Search(pb.SearchRequest(query=query), timeout=60)
+    samples = []
+    for i in range(calls):
+        started = time.perf_counter()
+        stub.Search(pb.SearchRequest(query=queries[i % len(queries)]), timeout=60)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def mixed(
+    address: str, cached: list[str], fresh: list[str], ids: list[str], seconds: float, clients: int
+) -> Tally:
+    tally = Tally()
+    ends = time.monotonic() + seconds
+    counter = iter(range(10**9))
+    counter_lock = threading.Lock()
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.CapabilityRegistryStub(channel)
+            while time.monotonic() < ends:
+                kind = rng.choices(KINDS, WEIGHTS)[0]
+                with counter_lock:
+                    serial = next(counter)
+                started = time.perf_counter()
+                code = None
+                try:
+                    if kind == "cached search":
+                        reply = stub.Search(pb.SearchRequest(query=rng.choice(cached)), timeout=30)
+                        if reply.cached:
+                            elapsed = time.perf_counter() - started
+                            tally.record("(answered from the cache)", elapsed, None)
+                    elif kind == "uncached search":
+                        query = f"{fresh[serial % len(fresh)]} (request {serial})"
+                        stub.Search(pb.SearchRequest(query=query), timeout=30)
+                    elif kind == "schema":
+                        stub.GetSchema(pb.GetSchemaRequest(ids=rng.sample(ids, 3)), timeout=30)
+                    else:
+                        request = pb.RegisterCatalogRequest(content=small_catalog(serial))
+                        stub.RegisterCatalog(request, timeout=60)
+                except grpc.RpcError as exc:
+                    code = exc.code()
+                tally.record(kind, time.perf_counter() - started, code)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally
+
+
+def fault_catalog(version: int) -> str:
+    tools = [
+        {
+            "name": f"op_{i}",
+            "description": f"Version {version} of operation {i}: moves record {i * 7 + version}.",
+            "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+        }
+        for i in range(FAULT_TOOLS)
+    ]
+    return yaml.safe_dump(
+        {"capreg": 1, "name": "swap", "description": f"Swap v{version}", "tools": tools}
+    )
+
+
+def catalog_versions(address: str) -> set[str]:
+    """The versions the served 'swap' catalog's tools come from (empty if it is missing)."""
+    with grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.CapabilityRegistryStub(channel)
+        ids = [f"swap/op_{i}" for i in range(FAULT_TOOLS)]
+        try:
+            reply = stub.GetSchema(pb.GetSchemaRequest(ids=ids[:50]), timeout=60)
+        except grpc.RpcError as exc:
+            if exc.code() is grpc.StatusCode.NOT_FOUND:
+                return set()
+            raise
+        tail = stub.GetSchema(pb.GetSchemaRequest(ids=ids[-50:]), timeout=60)
+    return {t.description.split(" ")[1] for t in [*reply.tools, *tail.tools]}
+
+
+def kill_loop(db: Path, log: Path, rounds: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for version in range(1, rounds + 1):
+        address = f"127.0.0.1:{free_port()}"
+        command = [sys.executable, "-m", "registry.cli", "serve", "--db", str(db)]
+        with log.open("ab") as sink:
+            process = subprocess.Popen([*command, "--listen", address], stdout=sink, stderr=sink)
+            wait_serving(address, process, seconds=600)
+            before = catalog_versions(address)
+            source = db.parent / f"swap-{version}.yaml"
+            source.write_text(fault_catalog(version))
+            register = [sys.executable, "-m", "registry.cli", "register", str(source)]
+            sender = subprocess.Popen(
+                [*register, "--server", address],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            delay = rng.uniform(0.5, 9.0)
+            time.sleep(delay)
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            sender.wait()
+            process = subprocess.Popen([*command, "--listen", address], stdout=sink, stderr=sink)
+            try:
+                wait_serving(address, process, seconds=600)
+                after = catalog_versions(address)
+            finally:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=60)
+        whole = len(after) <= 1
+        allowed = after in ({str(version)}, before) or (not before and not after)
+        verdict = "ok" if whole and allowed else "MIXED OR LOST"
+        shown = ",".join(sorted(after)) or "none"
+        earlier = ",".join(sorted(before)) or "none"
+        lines.append(f"| {version} | {delay:.1f} | {earlier} | {shown} | {verdict} |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "load-fault.md"))
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="capreg-load-"))
+    queries = sample_queries(400)
+    cached, fresh = queries[:20], queries[20:]
+    try:
+        db = work / "load.db"
+        with (
+            serving_process(db, work / "serve.log", ["--catalogs", str(ROOT / "catalogs")]) as (
+                address,
+                process,
+            ),
+            grpc.insecure_channel(address) as channel,
+        ):
+            stub = pb_grpc.CapabilityRegistryStub(channel)
+            listing = stub.ListCatalogs(pb.ListCatalogsRequest(), timeout=60)
+            ids = [
+                h.id
+                for q in fresh[:60]
+                for h in stub.Search(pb.SearchRequest(query=q, limit=5), timeout=60).hits
+            ]
+            idle = idle_cached(stub, cached, 1_000)
+            rss_before = rss_mb(process.pid)
+            tally = mixed(address, cached, fresh, sorted(set(ids)), args.seconds, args.clients)
+            rss_after = rss_mb(process.pid)
+            idle_after = idle_cached(stub, cached, 1_000)
+        tools = sum(c.tool_count for c in listing.catalogs)
+        kills = kill_loop(work / "faults.db", work / "faults.log", args.kills, args.seed)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = render(args, tools, idle, idle_after, tally, rss_before, rss_after, kills)
+    print(report)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(report)
+    return 0
+
+
+def render(
+    args: argparse.Namespace,
+    tools: int,
+    idle: list[float],
+    idle_after: list[float],
+    tally: Tally,
+    rss_before: float,
+    rss_after: float,
+    kills: list[str],
+) -> str:
+    ms = 1000.0
+    idle_p99 = percentile(idle, 0.99) * ms
+    rows = []
+    for kind in ROWS:
+        samples = tally.latencies[kind]
+        errors = sum(tally.errors[kind].values())
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(tally.errors[kind].items()))
+        rows.append(
+            f"| {kind} | {len(samples):,} | {percentile(samples, 0.5) * ms:.1f} | "
+            f"{percentile(samples, 0.99) * ms:.1f} | {errors}{f' ({detail})' if detail else ''} "
+            f"| {tally.shed[kind]} |"
+        )
+    cached_p99 = percentile(tally.latencies["(answered from the cache)"], 0.99) * ms
+    repeated_p99 = percentile(tally.latencies["cached search"], 0.99) * ms
+    total_errors = sum(sum(e.values()) for e in tally.errors.values())
+    mixed_kills = sum("MIXED" in line for line in kills)
+    lines = [
+        "# Load and faults",
+        "",
+        f"Command: `python -m bench.load_fault --seconds {args.seconds:g} --clients "
+        f"{args.clients} --kills {args.kills} --seed {args.seed}`  ",
+        f"Date: {datetime.now(UTC):%Y-%m-%d}; {os.cpu_count()} cores; a real `capreg serve` "
+        f"over the {tools} sample tools, per-caller limits off (the bench is one caller).",
+        "",
+        "## Idle cached searches (1 client, 1,000 calls)",
+        "",
+        f"p50 {statistics.median(idle) * ms:.2f} ms, p99 {idle_p99:.2f} ms "
+        f"(after the mixed run: p50 {statistics.median(idle_after) * ms:.2f} ms, "
+        f"p99 {percentile(idle_after, 0.99) * ms:.2f} ms).",
+        "",
+        f"## Mixed load ({args.clients} clients, {args.seconds:g} s)",
+        "",
+        "| kind | calls | p50 ms | p99 ms | errors | shed (RESOURCE_EXHAUSTED) |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        f"Errors: {total_errors}. Cache hits under mixed load: p99 {cached_p99:.1f} ms = "
+        f"{cached_p99 / idle_p99:.1f}x the idle cached p99 (target: within 10x). A repeated "
+        f"query misses the cache after each catalog change (results are keyed by generation), "
+        f"so all repeated searches together: p99 {repeated_p99:.1f} ms. "
+        f"Server RSS {rss_before:.0f} MB before, {rss_after:.0f} MB after "
+        f"({rss_after - rss_before:+.0f} MB).",
+        "",
+        f"## kill -9 during a {FAULT_TOOLS}-tool catalog swap ({len(kills)} rounds)",
+        "",
+        "| round | killed after s | served before | served after restart | verdict |",
+        "| --- | --- | --- | --- | --- |",
+        *kills,
+        "",
+        f"Mixed or lost catalogs: {mixed_kills} of {len(kills)}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
