@@ -124,7 +124,11 @@ def load_document(text: str) -> Any:
             ) from exc
         _check_values(value)
         return value
-    loader = _BoundedLoader(text)
+    try:
+        # The reader refuses unprintable characters as it is built: inside the try.
+        loader = _BoundedLoader(text)
+    except yaml.YAMLError as exc:
+        raise DocumentError(f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}") from exc
     try:
         root = loader.get_single_node()
         if root is None:
