@@ -28,6 +28,18 @@ class SearchSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CatalogPolicy:
+    """What registration does beyond validating a catalog."""
+
+    # The scope a catalog gets when neither it nor any of its tools declares one ("{catalog}"
+    # is replaced by its name); "" leaves such a catalog visible to every key.
+    default_scope: str = "{catalog}:read"
+    # Refuse a catalog with text aimed at the model (lint's tool-poisoning warnings) instead
+    # of registering it with those warnings in the response.
+    refuse_poisoning: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class CallerLimits:
     """What one caller (an API key, or a peer host without one) may ask of a server."""
 
@@ -52,6 +64,7 @@ class ServerConfig:
     # ONNX Runtime (default) or sentence-transformers on torch; same vectors either way.
     embedder: EmbedderBackend = EmbedderBackend.ONNX
     search: SearchSettings = field(default_factory=SearchSettings)
+    catalogs: CatalogPolicy = field(default_factory=CatalogPolicy)
     keys_file: Path | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from indexer.embedding import Embedder
 from indexer.evaluation.ablations import Retriever
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
-from registry.config import SearchSettings
+from registry.config import CatalogPolicy, SearchSettings
 from registry.queries import QueryEncoder
 from registry.reader import ALL, CatalogSummary, Reader, SearchOutcome, Snapshot
 from registry.scopes import Grants
@@ -32,9 +32,11 @@ class Registry:
         embedder: Embedder,
         *,
         settings: SearchSettings | None = None,
+        policy: CatalogPolicy | None = None,
         progress: bool = False,
     ) -> None:
         settings = settings or SearchSettings()
+        policy = policy or CatalogPolicy()
         self.queries = QueryEncoder(embedder, cache_size=settings.query_cache_size)
         self.reader = Reader(
             self.queries,
@@ -48,6 +50,8 @@ class Registry:
             self.reader.publish,
             approximate_from=settings.approximate_from,
             progress=progress,
+            default_scope=policy.default_scope,
+            refuse_poisoning=policy.refuse_poisoning,
         )
 
     # -- the write side ----------------------------------------------------------------

@@ -171,7 +171,13 @@ async def run_server(config: ServerConfig) -> bool:
     store = Store(config.db)
     one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
-    registry = Registry(store, embedder, settings=config.search, progress=config.progress)
+    registry = Registry(
+        store,
+        embedder,
+        settings=config.search,
+        policy=config.catalogs,
+        progress=config.progress,
+    )
     lanes = Lanes(
         read_workers=config.read_workers,
         write_queue=config.write_queue,

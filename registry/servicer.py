@@ -137,6 +137,8 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
             revision=outcome.revision,
             index_generation=outcome.generation,
             embedded=outcome.embedded,
+            warnings=list(outcome.warnings),
+            assigned_scope=outcome.assigned_scope,
         )
 
     @mapped

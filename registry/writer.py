@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
+from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
@@ -48,6 +49,10 @@ class RegisterOutcome:
     revision: int
     generation: int
     embedded: int
+    # `capreg lint`'s warnings for the catalog as registered (empty when nothing was parsed).
+    warnings: tuple[str, ...] = ()
+    # The scope given to a catalog that declared none ("" when it declared its own).
+    assigned_scope: str = ""
 
 
 @dataclass(kw_only=True)
@@ -110,8 +115,12 @@ class Writer:
         *,
         approximate_from: int,
         progress: bool = False,
+        default_scope: str = "",
+        refuse_poisoning: bool = False,
     ) -> None:
         self._store = store
+        self._default_scope = default_scope
+        self._refuse_poisoning = refuse_poisoning
         self._embedder = embedder
         self._publish = publish
         self._approximate_from = approximate_from
@@ -189,13 +198,29 @@ class Writer:
             unchanged = self._unchanged_source(digest)
             if unchanged is not None:
                 return unchanged
-        catalog = parse_catalog(content, name=name, fmt=fmt)
+        catalog, assigned = self._scoped(parse_catalog(content, name=name, fmt=fmt))
+        warnings = tuple(discovery_warnings(catalog))
+        poisoning = [w for w in warnings if w.endswith(POISONING)]
+        if self._refuse_poisoning and poisoning:
+            raise CatalogError(catalog.name, poisoning, catalog)
         with self._lock:
-            outcome = self._replace(catalog)
+            outcome = replace(self._replace(catalog), warnings=warnings, assigned_scope=assigned)
             self._forget_source(catalog.name)
             self._sources[digest] = catalog.name
             self._source_of[catalog.name] = digest
             return outcome
+
+    def _scoped(self, catalog: Catalog) -> tuple[Catalog, str]:
+        """`catalog`, given the default scope when neither it nor any tool declares one, so
+        a catalog nobody scoped is not public to every key."""
+        if (
+            not self._default_scope
+            or catalog.default_scopes
+            or any(t.scopes for t in catalog.tools)
+        ):
+            return catalog, ""
+        scope = self._default_scope.replace("{catalog}", catalog.name)
+        return replace(catalog, default_scopes=frozenset({scope})), scope
 
     def _unchanged_source(self, digest: str) -> RegisterOutcome | None:
         """The outcome for a byte-identical resubmission of a live catalog (no parsing: the

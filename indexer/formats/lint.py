@@ -19,6 +19,8 @@ from indexer.model import Catalog, Tool
 from indexer.naming import FUNCTION_NAME, MAX_LENGTH
 
 MAX_DEPTH = 4  # nested parameter levels checked for descriptions
+# Every warning about text aimed at the model ends with this: registration can refuse them.
+POISONING = "a tool-poisoning sign"
 _SNIPPET = 60
 
 # (pattern, what it is). Phrasings seen in published tool-poisoning and prompt-injection
@@ -60,6 +62,41 @@ _DIRECTIVES = [
     (
         r"(~/\.ssh|\bid_rsa\b|\.aws/credentials|/etc/passwd|\bmcp\.json\b|\.cursor/)",
         "a reference to credentials or client configuration files",
+    ),
+    (
+        r"\b(send|post|upload|forward|transmit|exfiltrate|submit|report)\b[^\n]{0,60}"
+        r"\b(to|at)\s+<?https?://",
+        "an instruction to send data to a URL",
+    ),
+    (
+        r"https?://[^\s\"'<>]*(\{\{|\$\{|\{[a-z_]+\}|=\s*<)",
+        "a URL that carries data into its address (an exfiltration template)",
+    ),
+    (r"[A-Za-z0-9+/]{80,}={0,2}", "an encoded blob (base64) that reviewers cannot read"),
+    # The same directives in other languages (Spanish, Portuguese, French, German, Italian,
+    # Russian, Chinese, Japanese).
+    (
+        r"\b(ignora|ignore[sz]?|ignoriere|ignorare|olvida|oublie|vergiss)\b[^.\n]{0,40}"
+        r"\b(instrucciones|instruções|consignes|anweisungen|istruzioni|anteriores|"
+        r"précédentes|vorherigen|precedenti)\b",
+        "an instruction to ignore other instructions (not in English)",
+    ),
+    (
+        r"(игнорируй|забудь)[^.\n]{0,40}(инструкции|указания)",
+        "an instruction to ignore other instructions (not in English)",
+    ),
+    (
+        r"(忽略|无视|忘记)[^。\n]{0,20}(指令|指示|说明|提示)",
+        "an instruction to ignore other instructions (not in English)",
+    ),
+    (
+        r"(無視|忘れ)[^。\n]{0,20}(指示|命令|プロンプト)",
+        "an instruction to ignore other instructions (not in English)",
+    ),
+    (
+        r"(no (le )?(digas|informes)|ne (le )?dis pas|sag(e)? (es )?nicht|non dirlo)"
+        r"[^.\n]{0,30}(usuario|utilisateur|benutzer|nutzer|utente)",
+        "an instruction to keep something from the user (not in English)",
     ),
 ]
 _PATTERNS = [(re.compile(p, re.IGNORECASE | re.DOTALL), what) for p, what in _DIRECTIVES]
@@ -120,6 +157,7 @@ def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
     texts += [(f".examples[{i}]", example) for i, example in enumerate(tool.examples)]
     for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
         texts += [(f" {label} schema at '{p}'", t) for p, t in _schema_texts(schema or {}, "")]
+    texts += [(f" annotations at '{p}'", t) for p, t in _strings(tool.annotations, "")]
     for where, text in texts:
         yield from (f"{where}: {rule}" for rule in _directives(text))
 
@@ -144,7 +182,19 @@ def _schema_texts(node: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             where = f"{path}/{key}"
-            if isinstance(value, str) and key in ("description", "title", "default", "examples"):
+            if key == "properties" and isinstance(value, dict):
+                # A property's name reaches the model too: text can hide in it, spelled
+                # as an identifier ("ignore_previous_instructions").
+                for name in value:
+                    spelled = re.sub(r"[_\-.]+", " ", str(name))
+                    yield f"{where}/{name}", f"{name}\n{spelled}"
+            if isinstance(value, str) and key in (
+                "description",
+                "title",
+                "default",
+                "examples",
+                "const",
+            ):
                 yield where, value
             else:
                 yield from _schema_texts(value, where)
@@ -156,17 +206,60 @@ def _schema_texts(node: Any, path: str) -> Iterator[tuple[str, str]]:
                 yield from _schema_texts(value, f"{path}/{index}")
 
 
+def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string value anywhere in `node` (annotations are free-form)."""
+    if isinstance(node, str):
+        yield path or "/", node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _strings(value, f"{path}/{index}")
+
+
+def poisoning_warnings(catalog: Catalog) -> list[str]:
+    """The warnings about text aimed at the model (what `--refuse-poisoning` refuses)."""
+    return [w for w in discovery_warnings(catalog) if w.endswith(POISONING)]
+
+
 def _directives(text: str) -> Iterator[str]:
     """A rule broken for each way `text` addresses the model rather than the reader."""
+    # Whitespace collapsed, so a directive split across lines reads as one sentence.
+    joined = " ".join(text.split())
     for pattern, what in _PATTERNS:
-        match = pattern.search(text)
+        match = pattern.search(text) or pattern.search(joined)
         if match:
             snippet = " ".join(match.group(0).split())[:_SNIPPET]
-            yield f"contains {what} ('{snippet}'), a tool-poisoning sign"
+            yield f"contains {what} ('{snippet}'), {POISONING}"
     hidden = sorted({c for c in text if _invisible(c)})
     if hidden:
         codes = ", ".join(f"U+{ord(c):04X}" for c in hidden[:5])
-        yield f"contains invisible characters ({codes}) that can hide text from reviewers"
+        yield (
+            f"contains invisible characters ({codes}) that can hide text from reviewers, "
+            f"{POISONING}"
+        )
+    mixed = _mixed_script_word(text)
+    if mixed:
+        yield (
+            f"has a word mixing alphabets ('{mixed[:_SNIPPET]}'): look-alike letters "
+            f"(homoglyphs) disguise words from reviewers and filters, {POISONING}"
+        )
+
+
+def _mixed_script_word(text: str) -> str | None:
+    """The first word that mixes Latin letters with Cyrillic or Greek ones."""
+    words: list[str] = re.findall(r"\w{2,}", text)
+    for word in words:
+        scripts = {_script(c) for c in word if c.isalpha()}
+        if "LATIN" in scripts and scripts & {"CYRILLIC", "GREEK"}:
+            return word
+    return None
+
+
+def _script(char: str) -> str:
+    name = unicodedata.name(char, "")
+    return name.split(" ", 1)[0] if name else ""
 
 
 def _invisible(char: str) -> bool:

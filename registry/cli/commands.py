@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from indexer.formats import FORMATS, CatalogError
 from registry.catalog_dir import read_catalog_file, request_name
 from registry.cli.errors import CommandError
 from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
+from registry.proto import registry_pb2 as pb
 from registry.wire import DEFAULT_LISTEN
 
 P = ParamSpec("P")
@@ -91,7 +93,20 @@ def cmd_register(args: argparse.Namespace) -> int:
             f"(revision {reply.revision}, {reply.embedded} embedded, "
             f"index generation {reply.index_generation})"
         )
+        print_registration_notes(reply)
     return 0
+
+
+def print_registration_notes(reply: pb.RegisterCatalogResponse) -> None:
+    """The scope the registry assigned, and lint's warnings, on stderr."""
+    if reply.assigned_scope:
+        print(
+            f"note: {reply.catalog} declares no scopes; the registry gave it "
+            f"'{reply.assigned_scope}' (grant that scope to the keys that should see it)",
+            file=sys.stderr,
+        )
+    for warning in reply.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -7,7 +7,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from registry.cli.commands import call, client_parser, open_client, print_json
+from registry.cli.commands import (
+    call,
+    client_parser,
+    open_client,
+    print_json,
+    print_registration_notes,
+)
 from registry.cli.errors import CommandError
 from registry.mcp_import import ImportFailed, McpSource, list_tools, tools_list_content
 
@@ -49,6 +55,7 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
             f"{reply.unchanged} unchanged (revision {reply.revision}, "
             f"{reply.embedded} embedded)"
         )
+        print_registration_notes(reply)
     return 0
 
 

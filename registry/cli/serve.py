@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embedding import BACKENDS, EmbedderBackend
+from indexer.formats.rules import SCOPE
 from registry.cli.errors import CommandError
 from registry.config import (
     APPROXIMATE_FROM,
     DEFAULT_DB,
     CallerLimits,
+    CatalogPolicy,
     SearchSettings,
     ServerConfig,
 )
@@ -81,6 +83,9 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         watch=args.watch,
         metrics_listen=args.metrics,
         read_workers=args.read_workers,
+        catalogs=CatalogPolicy(
+            default_scope=args.default_scope, refuse_poisoning=args.refuse_poisoning
+        ),
         caller_limits=CallerLimits(
             rate=args.caller_rate, burst=args.caller_burst, concurrency=args.caller_concurrency
         ),
@@ -97,6 +102,12 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         raise CommandError(
             f"refusing to listen on non-loopback address {config.listen} without credentials "
             "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
+        )
+    template = config.catalogs.default_scope
+    if template and not SCOPE.fullmatch(template.replace("{catalog}", "c")):
+        raise CommandError(
+            f"--default-scope {template!r}: a scope is 1-64 of A-Z a-z 0-9 _ . : - once "
+            "{catalog} is replaced"
         )
     if config.caller_limits.rate < 0:
         raise CommandError("--caller-rate must be 0 (no limit) or more")
@@ -185,6 +196,20 @@ def add_parser(commands: Any) -> None:
         type=_at_least_one,
         default=ServerConfig().write_queue,
         help="catalog changes that may wait behind the running one (default: %(default)s)",
+    )
+    policy = CatalogPolicy()
+    serve.add_argument(
+        "--default-scope",
+        default=os.environ.get("CAPREG_DEFAULT_SCOPE", policy.default_scope),
+        metavar="TEMPLATE",
+        help="scope given to a catalog that declares none ({catalog}: its name); '' makes "
+        "such catalogs visible to every key (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--refuse-poisoning",
+        action="store_true",
+        help="refuse catalogs with text aimed at the model instead of registering them with "
+        "warnings",
     )
     limits = CallerLimits()
     serve.add_argument(

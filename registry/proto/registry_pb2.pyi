@@ -296,6 +296,8 @@ class RegisterCatalogResponse(_message.Message):
     REVISION_FIELD_NUMBER: _builtins.int
     INDEX_GENERATION_FIELD_NUMBER: _builtins.int
     EMBEDDED_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
+    ASSIGNED_SCOPE_FIELD_NUMBER: _builtins.int
     catalog: _builtins.str
     added: _builtins.int
     updated: _builtins.int
@@ -309,6 +311,18 @@ class RegisterCatalogResponse(_message.Message):
     """The index generation that now answers searches."""
     embedded: _builtins.int
     """Tools that had to be embedded for this registration (0 when nothing changed)."""
+    assigned_scope: _builtins.str
+    """The scope the registry gave a catalog that declared none (see --default-scope); "" when
+    the catalog declared its own.
+    """
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What `capreg lint` would warn about in this catalog: hard-to-find tools and text aimed at
+        the model rather than the reader ("... a tool-poisoning sign"). A server started with
+        --refuse-poisoning refuses the latter with INVALID_ARGUMENT instead. Empty for a
+        byte-identical resubmission, which is not parsed again.
+        """
+
     def __init__(
         self,
         *,
@@ -321,10 +335,12 @@ class RegisterCatalogResponse(_message.Message):
         revision: _builtins.int = ...,
         index_generation: _builtins.int = ...,
         embedded: _builtins.int = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
+        assigned_scope: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "catalog", b"catalog", "embedded", b"embedded", "index_generation", b"index_generation", "removed", b"removed", "revision", b"revision", "unchanged", b"unchanged", "updated", b"updated", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "assigned_scope", b"assigned_scope", "catalog", b"catalog", "embedded", b"embedded", "index_generation", b"index_generation", "removed", b"removed", "revision", b"revision", "unchanged", b"unchanged", "updated", b"updated", "version", b"version", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

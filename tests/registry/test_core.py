@@ -11,8 +11,10 @@ from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog
 from indexer.naming import FUNCTION_NAME
 from registry import writer
+from registry.config import CatalogPolicy
 from registry.core import Registry
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
+from registry.scopes import Grants
 from registry.store import Store
 from tests.conftest import DATA, CountingEmbedder
 
@@ -272,3 +274,43 @@ def test_a_function_name_collision_is_refused_naming_both_tools(empty_registry: 
     assert hashed in str(caught.value)
     assert "clash/a b" in str(caught.value)
     assert empty_registry.catalogs() == []
+
+
+def test_registration_returns_the_lint_warnings(empty_registry: Registry) -> None:
+    content = (DATA / "poisoning" / "annotations.yaml").read_text(encoding="utf-8")
+    outcome = empty_registry.register(content)
+    assert any("tag addressed to the model" in w for w in outcome.warnings)
+
+
+def test_a_poisoned_catalog_is_refused_when_the_policy_says_so(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    store = Store(tmp_path / "strict.db")
+    strict = Registry(store, embedder, policy=CatalogPolicy(refuse_poisoning=True))
+    strict.load()
+    with pytest.raises(CatalogError, match="tool-poisoning"):
+        strict.register((DATA / "poisoning" / "base64.yaml").read_text(encoding="utf-8"))
+    assert strict.register((DATA / "poisoning" / "clean.yaml").read_text()).added == 1
+    store.close()
+
+
+def test_a_catalog_without_scopes_is_not_public(empty_registry: Registry) -> None:
+    content = (DATA / "openai_tools.json").read_text()
+    outcome = empty_registry.register(content, name="weather")
+    assert outcome.assigned_scope == "weather:read"
+    reader = Grants.parse(["hr:read"])
+    assert not [c for c in empty_registry.catalogs(reader) if c.name == "weather"]
+    allowed = empty_registry.catalogs(Grants.parse(["weather:read"]))
+    assert [c.name for c in allowed] == ["weather"]
+
+
+def test_an_empty_default_scope_leaves_unscoped_catalogs_public(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    store = Store(tmp_path / "open.db")
+    open_registry = Registry(store, embedder, policy=CatalogPolicy(default_scope=""))
+    open_registry.load()
+    outcome = open_registry.register((DATA / "openai_tools.json").read_text(), name="weather")
+    assert outcome.assigned_scope == ""
+    assert [c.name for c in open_registry.catalogs(Grants.parse(["hr:read"]))] == ["weather"]
+    store.close()

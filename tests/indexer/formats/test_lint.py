@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from indexer.formats.lint import Finding, lint_catalog
+from indexer.formats import parse_catalog
+from indexer.formats.lint import POISONING, Finding, lint_catalog, poisoning_warnings
 from registry.catalog_dir import catalog_files, request_name
 from tests.conftest import CATALOGS, DATA
 
@@ -148,3 +149,33 @@ def test_lint_command_passes_warnings_unless_strict() -> None:
         [*LINT, "--strict", petstore], capture_output=True, text=True, timeout=120
     )
     assert strict.returncode == 1
+
+
+POISONING_FIXTURES = DATA / "poisoning"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "sign"),
+    [
+        ("homoglyph", "mixing alphabets"),
+        ("split_lines", "ignore other instructions"),
+        ("property_name", "ignore other instructions"),
+        ("annotations", "a tag addressed to the model"),
+        ("enum_const", "re-instruct the model"),
+        ("base64", "encoded blob"),
+        ("non_english", "(not in English)"),
+        ("exfiltration_url", "URL"),
+    ],
+)
+def test_each_poisoning_technique_is_flagged(fixture: str, sign: str) -> None:
+    content = (POISONING_FIXTURES / f"{fixture}.yaml").read_text(encoding="utf-8")
+    flagged = [str(f) for f in lint_catalog(content) if str(f).endswith(POISONING)]
+    assert any(sign in finding for finding in flagged), flagged
+
+
+def test_an_honest_catalog_raises_no_poisoning_sign() -> None:
+    content = (POISONING_FIXTURES / "clean.yaml").read_text(encoding="utf-8")
+    assert not [f for f in lint_catalog(content) if str(f).endswith(POISONING)]
+    for path in catalog_files(CATALOGS):
+        catalog = parse_catalog(path.read_text(), name=request_name(path, path.read_text()))
+        assert poisoning_warnings(catalog) == [], path
