@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
@@ -75,10 +75,21 @@ class Snapshot:
 
     index: ToolIndex
     catalogs: Mapping[str, CatalogView]
+    # Per required-scope set: the generation of the last change to a tool it guards.
+    touched: Mapping[frozenset[str], int] = field(default_factory=dict)
 
     @property
     def generation(self) -> int:
+        """The registry's generation (internal: cache keys, read-your-writes)."""
         return self.index.generation
+
+    def view_generation(self, viewer: Grants) -> int:
+        """The generation a caller is told: the last change to anything it may see, so a
+        change it may not see is not revealed by a new number."""
+        if viewer == ALL:
+            return self.generation
+        seen = [g for scopes, g in self.touched.items() if viewer.allows(scopes)]
+        return max(seen, default=0)
 
     def catalog_summaries(self, viewer: Grants = ALL) -> list[CatalogSummary]:
         """Catalogs with at least one tool the caller may see, with visible counts."""
@@ -271,7 +282,8 @@ class Reader:
     def answer(self, request: SearchRequest) -> SearchOutcome:
         """Ranks `request` on its snapshot (model work) and caches the outcome."""
         hits, weak = self._rank(request)
-        outcome = SearchOutcome(hits=hits, generation=request.snapshot.generation, weak_match=weak)
+        generation = request.snapshot.view_generation(request.viewer)
+        outcome = SearchOutcome(hits=hits, generation=generation, weak_match=weak)
         self._remember(request.key, outcome)
         return outcome
 

@@ -89,7 +89,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         entries = await self._lanes.read(context, snapshot.schemas, list(request.ids), grants)
         return pb.GetSchemaResponse(
             tools=[tool_schema(entry) for entry in entries],
-            index_generation=snapshot.generation,
+            index_generation=snapshot.view_generation(grants),
         )
 
     @mapped
@@ -177,5 +177,5 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                 )
                 for c in snapshot.catalog_summaries(grants)
             ],
-            index_generation=snapshot.generation,
+            index_generation=snapshot.view_generation(grants),
         )

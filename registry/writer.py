@@ -94,6 +94,12 @@ class _Live:
         )
 
 
+def _scope_sets(stored: StoredCatalog) -> set[frozenset[str]]:
+    """The required-scope sets guarding a catalog's tools (who can see a change to it)."""
+    catalog = stored.catalog
+    return {catalog.required_scopes(t.tool) for t in stored.tools}
+
+
 def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
     return (
         catalog.title,
@@ -142,6 +148,9 @@ class Writer:
         self._deferred: int | None = None
         # Tool documents this process has sent to the model (a metric).
         self.embedded_total = 0
+        # Per required-scope set: the generation of the last change to a tool guarded by it
+        # (a caller's view generation is the latest among the sets it may see).
+        self._touched: dict[frozenset[str], int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -166,7 +175,10 @@ class Writer:
             self._function_owners = {
                 t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
             }
-            tools = self._rebuild(self._store.generation())
+            loaded = self._store.generation()
+            # History before this start is unknown: every scope set counts as changed now.
+            self._touched = {s: loaded for c in live.values() for s in _scope_sets(c.stored)}
+            tools = self._rebuild(loaded)
         logger.info(
             "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
             len(live),
@@ -296,6 +308,8 @@ class Writer:
         stored = StoredCatalog(catalog=catalog, revision=revision, tools=stored_tools)
         self._live[catalog.name] = _Live(stored=stored, documents=tuple(texts), doc_hashes=hashes)
         self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
+        before = _scope_sets(current.stored) if current is not None else set()
+        self._touch(before | _scope_sets(stored), generation)
         self._rebuild(generation)
         logger.info(
             "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
@@ -319,6 +333,10 @@ class Writer:
             generation=generation,
             embedded=len(new_vectors),
         )
+
+    def _touch(self, scope_sets: set[frozenset[str]], generation: int) -> None:
+        for scopes in scope_sets:
+            self._touched[scopes] = generation
 
     def _forget_functions(self, live: _Live) -> None:
         for stored in live.stored.tools:
@@ -362,6 +380,7 @@ class Writer:
             del self._live[name]
             self._forget_source(name)
             self._forget_functions(current)
+            self._touch(_scope_sets(current.stored), generation)
             self._rebuild(generation)
             return len(current.stored.tools), generation
 
@@ -422,7 +441,7 @@ class Writer:
             entries, matrix, generation, partition=partition, keys=keys, documents=documents
         )
         views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
-        self._publish(Snapshot(index, views))
+        self._publish(Snapshot(index, views, MappingProxyType(dict(self._touched))))
         self._generation = generation
         return len(entries)
 

@@ -107,13 +107,22 @@ class ArrayBM25:
         order = np.lexsort((docs, terms))
         self._docs = docs[order]
         self._weights = weights[order]
+        self._tf = tf[order]
+        self._lengths = lengths
         self._starts = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
 
     def __len__(self) -> int:
         return self._size
 
-    def scores(self, query: str) -> NDArray[np.float32]:
-        """The BM25 score of every document for `query` (zeros where nothing matches)."""
+    def scores(self, query: str, visible: NDArray[np.bool_] | None = None) -> NDArray[np.float32]:
+        """The BM25 score of every document for `query` (zeros where nothing matches).
+
+        With `visible`, the collection is only the visible documents: their count, average
+        length and each term's document frequency, so documents a caller may not see never
+        change its scores. Invisible documents score zero.
+        """
+        if visible is not None and not visible.all():
+            return self._scores_within(query, visible)
         scores = np.zeros(self._size, dtype=np.float32)
         for token in _tokens(query):
             term = self._vocab.get(token)
@@ -121,6 +130,29 @@ class ArrayBM25:
                 start, end = self._starts[term], self._starts[term + 1]
                 # A term's documents are distinct, so fancy-index addition is exact here.
                 scores[self._docs[start:end]] += self._weights[start:end]
+        return scores
+
+    def _scores_within(self, query: str, visible: NDArray[np.bool_]) -> NDArray[np.float32]:
+        scores = np.zeros(self._size, dtype=np.float32)
+        size = int(visible.sum())
+        if not size:
+            return scores
+        average = float(self._lengths[visible].mean())
+        for token in _tokens(query):
+            term = self._vocab.get(token)
+            if term is None:
+                continue
+            start, end = self._starts[term], self._starts[term + 1]
+            keep = visible[self._docs[start:end]]
+            df = int(keep.sum())
+            if not df:
+                continue
+            docs = self._docs[start:end][keep]
+            tf = self._tf[start:end][keep]
+            # The same arithmetic as the whole-collection weights, over the visible ones.
+            idf = np.float32(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
+            norm = K1 * ((1.0 - B) + B * self._lengths[docs] / average)
+            scores[docs] += (idf * (tf / (norm + tf))).astype(np.float32)
         return scores
 
 

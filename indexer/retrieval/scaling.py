@@ -76,9 +76,16 @@ class Spread:
 
 
 def scale_exact(
-    everything: NDArray[np.float32], at: NDArray[np.signedinteger[Any]], scaling: Scaling
+    everything: NDArray[np.float32],
+    at: NDArray[np.signedinteger[Any]],
+    scaling: Scaling,
+    over: NDArray[np.signedinteger[Any]] | None = None,
 ) -> NDArray[np.float32]:
-    """`everything[at]` on the blend's scale, from every score (`at`: the candidates)."""
+    """`everything[at]` on the blend's scale, from the scores of the rows `over` (default:
+    every row; a caller's visible rows, so rows it may not see never move its scores).
+    `at` (the candidates) must lie within `over`."""
+    if over is not None:
+        return scale_exact(everything[over], np.searchsorted(over, at), scaling)
     if scaling == Scaling.RRF:
         order = np.argsort(-everything, kind="stable")
         ranks = np.empty(len(everything), dtype=np.float64)

@@ -23,6 +23,7 @@ from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_tex
 from indexer.retrieval.literal import NOTHING, Literals, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
 from indexer.retrieval.vector_index import Partition, VectorIndex
+from indexer.retrieval.view import View, build_view
 
 # Which text of each tool BM25 reads (see ToolIndex.lexical).
 LexicalText = Literal["protocol", "document"]
@@ -37,6 +38,8 @@ LEXICAL_CANDIDATES = 100
 CATALOG_CANDIDATES = 3
 # The catalogs considered for CATALOG_CANDIDATES: those of an intent's best dense rows.
 CATALOG_SEEDS = 20
+# Views cached per snapshot (one per distinct visibility seen); past it the cache restarts.
+MAX_VIEWS = 256
 
 
 def everything(_required: frozenset[str]) -> bool:
@@ -140,6 +143,8 @@ class ToolIndex:
             count = max(len(wide), 1)
             self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
         lexical.join()
+        self._views: dict[bytes, View] = {}
+        self._views_lock = threading.Lock()
         # The names requests may spell out: built after the snapshot is ready (pure Python,
         # about 0.1 s at 100k tools), so start-up does not wait; the first search that needs
         # them waits for the build if it is still running.
@@ -184,8 +189,32 @@ class ToolIndex:
         allowed_sets = [code for code, s in enumerate(self._scope_sets) if visible(s)]
         return np.isin(self._scope_codes, np.asarray(allowed_sets, dtype=np.int32))
 
-    def _eligible(self, catalogs: Iterable[str], visible: Visibility) -> NDArray[np.bool_]:
+    def view(self, visible: Visibility = everything) -> View:
+        """The caller's view: its visible rows and statistics over them, built once per
+        distinct mask per snapshot."""
         mask = self.visible_mask(visible)
+        key = np.packbits(mask).tobytes()
+        with self._views_lock:
+            found = self._views.get(key)
+        if found is not None:
+            return found
+        built = build_view(
+            mask,
+            self._vectors.matrix,
+            self._catalog_codes,
+            self._catalog_starts,
+            self._catalog_ends,
+            self._centroids,
+        )
+        with self._views_lock:
+            if len(self._views) >= MAX_VIEWS:
+                self._views.clear()
+            return self._views.setdefault(key, built)
+
+    def _eligible(
+        self, catalogs: Iterable[str], visible: Visibility, view: View | None = None
+    ) -> NDArray[np.bool_]:
+        mask = self.visible_mask(visible) if view is None else view.mask.copy()
         wanted = list(catalogs)
         if wanted:
             codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
@@ -228,6 +257,7 @@ class ToolIndex:
         catalogs: bool,
         eligible: NDArray[np.bool_],
         named: Named,
+        view: View,
     ) -> NDArray[np.int64]:
         """Eligible rows worth blending on an IVF index, in row order: per intent, the best
         rows by meaning and by words, and every tool of the catalogs nearest the intent among
@@ -247,7 +277,7 @@ class ToolIndex:
             for query, ranked in zip(queries, dense_rows, strict=True):
                 seeds = ranked[ranked >= 0][:CATALOG_SEEDS]
                 codes = np.unique(self._catalog_codes[seeds])
-                similarity = self._centroids[codes] @ query
+                similarity = view.centroids[codes] @ query
                 for code in codes[np.argsort(-similarity, kind="stable")[:CATALOG_CANDIDATES]]:
                     start, end = self._catalog_starts[code], self._catalog_ends[code]
                     rows = np.arange(start, end, dtype=np.int64)
@@ -255,13 +285,18 @@ class ToolIndex:
         return np.unique(np.concatenate(found)).astype(np.int64)
 
     def _catalog_scores(
-        self, queries: NDArray[np.float32], rows: NDArray[np.int64], scaling: Scaling
+        self, queries: NDArray[np.float32], rows: NDArray[np.int64], scaling: Scaling, view: View
     ) -> NDArray[np.float32]:
         """Per intent and row: the similarity of the row's catalog centroid, scaled over every
-        catalog (the best being that of the rows' catalogs). On an IVF snapshot the mean and
-        standard deviation come from the centroids' moments, without scoring every catalog."""
+        catalog the caller sees (the best being that of the rows' catalogs). On an IVF
+        snapshot a caller who sees everything gets the mean and standard deviation from the
+        centroids' moments, without scoring every catalog."""
         codes, inverse = np.unique(self._catalog_codes[rows], return_inverse=True)
-        if self._moments is not None and scaling not in EXACT_ONLY:
+        if not view.full:
+            everything = queries @ view.centroids[view.catalog_codes].T
+            positions = np.searchsorted(view.catalog_codes, codes)
+            scaled = [scale_exact(row, positions, scaling) for row in everything]
+        elif self._moments is not None and scaling not in EXACT_ONLY:
             similarity = queries @ self._centroids[codes].T
             spreads = [spread_from_moments(q, *self._moments, scaling) for q in queries]
             scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
@@ -289,28 +324,40 @@ class ToolIndex:
         score. With `confident_only`, only each intent's best tool is kept (at most `limit`):
         the registry's own cut, for callers who did not ask for a number of hits.
         """
-        eligible = self._eligible(catalogs, visible)
+        view = self.view(visible)
+        eligible = self._eligible(catalogs, visible, view)
         if limit <= 0 or not eligible.any():
             return []
         queries = np.vstack(vectors).astype(np.float32)
         named = self._named(texts[0]) if levers.literal else NOTHING
-        lexical = [self.lexical("document").scores(t) for t in texts] if levers.lexical else []
+        # Statistics over the visible rows only (None: every row is visible).
+        over = None if view.full else view.rows
+        bm25 = self.lexical("document")
+        assert isinstance(bm25, ArrayBM25)  # the "document" text is always an ArrayBM25
+        mask = None if view.full else view.mask
+        lexical = [bm25.scores(t, mask) for t in texts] if levers.lexical else []
         scaling = levers.scaling
         if self._vectors.approximate and scaling not in EXACT_ONLY:
-            rows = self._candidates(queries, lexical, levers.catalog, eligible, named)
+            rows = self._candidates(queries, lexical, levers.catalog, eligible, named, view)
             dense = self._vectors.scores_at(queries, rows)
-            spreads = [self._vectors.score_spread(q, scaling) for q in queries]
+            matrix = self._vectors.matrix
+            spreads = [
+                self._vectors.score_spread(q, scaling)
+                if view.full
+                else view.dense_spread(q, matrix, scaling)
+                for q in queries
+            ]
             dense_scaled = [s.scaled(dense[i], scaling) for i, s in enumerate(spreads)]
         else:
             rows = np.flatnonzero(eligible)
             everything_scored = self._vectors.scores(queries)
             dense = everything_scored[:, rows]
-            dense_scaled = [scale_exact(row, rows, scaling) for row in everything_scored]
-        catalog = self._catalog_scores(queries, rows, scaling) if levers.catalog else None
+            dense_scaled = [scale_exact(row, rows, scaling, over) for row in everything_scored]
+        catalog = self._catalog_scores(queries, rows, scaling, view) if levers.catalog else None
         intents = [
             IntentScores(
                 dense=dense_scaled[i],
-                lexical=scale_exact(lexical[i], rows, scaling) if lexical else None,
+                lexical=scale_exact(lexical[i], rows, scaling, over) if lexical else None,
                 catalog=catalog[i] if catalog is not None else None,
             )
             for i in range(len(queries))
