@@ -8,7 +8,10 @@
    changes every time, so it is embedded (5%). Reports per kind: calls, p50, p99, errors (any
    status but OK), and calls shed with RESOURCE_EXHAUSTED (the admission policy working, not
    an error); and the server's RSS before and after.
-3. Faults: `--kills` rounds of registering a new 600-tool version of one catalog and killing
+3. Overload: the uncached capacity is measured, then uncached searches arrive open-loop at
+   four times it (each with a 2 s deadline) beside 50 cached searches/s: how many were
+   answered in time, shed at once, or late, and the cache hits' p50/p99.
+4. Faults: `--kills` rounds of registering a new 600-tool version of one catalog and killing
    the server with SIGKILL at a random moment of it; after each restart the catalog must be
    the previous version or the new one, whole (never a mix, never missing).
 A figure here is a measurement of this machine, not a pass/fail test.
@@ -17,6 +20,7 @@ A figure here is a measurement of this machine, not a pass/fail test.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import shutil
@@ -150,6 +154,86 @@ def mixed(
     return tally
 
 
+def capacity(address: str, fresh: list[str], seconds: float = 10.0, clients: int = 8) -> float:
+    """Uncached searches per second the server completes with `clients` closed-loop clients."""
+    ends = time.monotonic() + seconds
+    done = [0] * clients
+
+    def client(index: int) -> None:
+        with grpc.insecure_channel(address) as channel:
+            stub = pb_grpc.CapabilityRegistryStub(channel)
+            serial = 0
+            while time.monotonic() < ends:
+                query = f"{fresh[(index * 7919 + serial) % len(fresh)]} (capacity {index}-{serial})"
+                stub.Search(pb.SearchRequest(query=query), timeout=60)
+                done[index] += 1
+                serial += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(done) / seconds
+
+
+@dataclass
+class Overload:
+    offered_per_s: float
+    uncached: int = 0
+    in_time: int = 0
+    shed: int = 0
+    late: int = 0
+    other: int = 0
+    cached: list[float] = field(default_factory=list)
+
+
+async def overload(
+    address: str, cached: list[str], fresh: list[str], rate: float, seconds: float
+) -> Overload:
+    """Open-loop arrivals: uncached searches at `rate`/s, each with a 2 s deadline, and
+    cached searches at 50/s, for `seconds`."""
+    result = Overload(offered_per_s=rate)
+    deadline = 2.0
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = pb_grpc.CapabilityRegistryStub(channel)
+
+        async def uncached_call(serial: int) -> None:
+            query = f"{fresh[serial % len(fresh)]} (overload {serial})"
+            try:
+                await stub.Search(pb.SearchRequest(query=query), timeout=deadline)
+                result.in_time += 1
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() is grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    result.shed += 1
+                elif exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+                    result.late += 1
+                else:
+                    result.other += 1
+
+        async def cached_call(serial: int) -> None:
+            started = time.perf_counter()
+            reply = await stub.Search(
+                pb.SearchRequest(query=cached[serial % len(cached)]), timeout=30
+            )
+            if reply.cached:
+                result.cached.append(time.perf_counter() - started)
+
+        tasks = []
+        begin = time.perf_counter()
+        arrivals = [(i / rate, "u", i) for i in range(int(rate * seconds))]
+        arrivals += [(i / 50.0, "c", i) for i in range(int(50 * seconds))]
+        for at, kind, serial in sorted(arrivals):
+            delay = begin + at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            call = uncached_call(serial) if kind == "u" else cached_call(serial)
+            tasks.append(asyncio.create_task(call))
+        await asyncio.gather(*tasks)
+    result.uncached = int(rate * seconds)
+    return result
+
+
 def fault_catalog(version: int) -> str:
     tools = [
         {
@@ -223,6 +307,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--overload-seconds", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "load-fault.md"))
     args = parser.parse_args()
@@ -250,11 +335,15 @@ def main() -> int:
             tally = mixed(address, cached, fresh, sorted(set(ids)), args.seconds, args.clients)
             rss_after = rss_mb(process.pid)
             idle_after = idle_cached(stub, cached, 1_000)
+            served_per_s = capacity(address, fresh)
+            overloaded = asyncio.run(
+                overload(address, cached, fresh, 4 * served_per_s, args.overload_seconds)
+            )
         tools = sum(c.tool_count for c in listing.catalogs)
         kills = kill_loop(work / "faults.db", work / "faults.log", args.kills, args.seed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report = render(args, tools, idle, idle_after, tally, rss_before, rss_after, kills)
+    report = render(args, tools, idle, idle_after, tally, rss_before, rss_after, kills, overloaded)
     print(report)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(report)
@@ -270,6 +359,7 @@ def render(
     rss_before: float,
     rss_after: float,
     kills: list[str],
+    overloaded: Overload,
 ) -> str:
     ms = 1000.0
     idle_p99 = percentile(idle, 0.99) * ms
@@ -313,6 +403,19 @@ def render(
         f"so all repeated searches together: p99 {repeated_p99:.1f} ms. "
         f"Server RSS {rss_before:.0f} MB before, {rss_after:.0f} MB after "
         f"({rss_after - rss_before:+.0f} MB).",
+        "",
+        f"## 4x overload ({args.overload_seconds:g} s, open loop)",
+        "",
+        f"Uncached capacity (8 closed-loop clients): {overloaded.offered_per_s / 4:.0f} "
+        f"searches/s. Offered: {overloaded.offered_per_s:.0f} uncached searches/s, each with a "
+        "2 s deadline, plus 50 cached searches/s.",
+        "",
+        f"- uncached: {overloaded.uncached:,} sent; {overloaded.in_time:,} answered within "
+        f"their deadline, {overloaded.shed:,} shed at once (RESOURCE_EXHAUSTED), "
+        f"{overloaded.late:,} past their deadline, {overloaded.other} other errors",
+        f"- cache hits: p50 {statistics.median(overloaded.cached or [float('nan')]) * ms:.1f} "
+        f"ms, p99 {percentile(overloaded.cached, 0.99) * ms:.1f} ms "
+        f"({len(overloaded.cached):,} calls; target p99 under 20 ms)",
         "",
         f"## kill -9 during a {FAULT_TOOLS}-tool catalog swap ({len(kills)} rounds)",
         "",
