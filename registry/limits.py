@@ -7,22 +7,19 @@ A refusal is RESOURCE_EXHAUSTED with the wait in the message and in the standard
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
-
-import grpc
+from collections.abc import Callable
+from typing import Any
 
 from registry.auth import peer_host
 from registry.config import CallerLimits
 from registry.errors import Overloaded
+from registry.interception import Behaviour, UnaryInterceptor
 from registry.status import Context, status_for
 from registry.wire import bearer_key
 
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 PUSHBACK_HEADER = "grpc-retry-pushback-ms"
 # Callers tracked at once; the least recently seen is forgotten first.
 MAX_CALLERS = 10_000
@@ -95,25 +92,13 @@ def caller_of(metadata: Any, peer: str) -> str:
     return "peer:" + peer_host(peer)
 
 
-class Admit(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs only
+class Admit(UnaryInterceptor):
     """Applies `Admission` to every registry RPC before its handler runs."""
 
     def __init__(self, admission: Admission) -> None:
         self._admission = admission
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
-        details: grpc.HandlerCallDetails,
-    ) -> Handler:
-        handler = await continuation(details)
-        if (
-            handler is None
-            or handler.unary_unary is None
-            or not inspect.iscoroutinefunction(handler.unary_unary)
-        ):
-            return handler
-        inner = handler.unary_unary
+    def wrap(self, _rpc: str, behaviour: Behaviour) -> Behaviour:
         admission = self._admission
 
         async def admitted(request: Any, context: Context) -> Any:
@@ -125,12 +110,8 @@ class Admit(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in
                 pushback = str(int(exc.retry_after * 1000))
                 await context.abort(code, message, trailing_metadata=((PUSHBACK_HEADER, pushback),))
             try:
-                return await inner(request, context)  # type: ignore[arg-type]  # aio handler
+                return await behaviour(request, context)
             finally:
                 admission.leave(caller)
 
-        return grpc.unary_unary_rpc_method_handler(
-            admitted,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return admitted

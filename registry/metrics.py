@@ -7,11 +7,10 @@ size and generation, result-cache hits and misses, tools embedded, and work wait
 
 from __future__ import annotations
 
-import inspect
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeAlias
+from collections.abc import Iterator
+from typing import Any
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -19,11 +18,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from registry.core import Registry
+from registry.interception import Behaviour, UnaryInterceptor
 from registry.lanes import Lanes
 from registry.logs import REQUEST_ID
 from registry.status import Context
 
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 REQUEST_ID_HEADER = "x-request-id"
 # Latency buckets around the search budget: a cache hit is ~1 ms, a search ~10-30 ms.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0)
@@ -85,29 +84,14 @@ class _StateCollector(Collector):
         yield queue
 
 
-class Observed(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in stubs only
+class Observed(UnaryInterceptor):
     """Counts and times every unary RPC by status code, and gives each call a request id
     (the caller's `x-request-id` when it sends one, echoed back in the initial metadata)."""
 
     def __init__(self, metrics: ServiceMetrics) -> None:
         self._metrics = metrics
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
-        details: grpc.HandlerCallDetails,
-    ) -> Handler:
-        handler = await continuation(details)
-        # The health service's handlers are plain functions that gRPC runs on its own
-        # threads; only the registry's coroutine handlers are observed.
-        if (
-            handler is None
-            or handler.unary_unary is None
-            or not inspect.iscoroutinefunction(handler.unary_unary)
-        ):
-            return handler
-        rpc = details.method.rsplit("/", 1)[-1]
-        inner = handler.unary_unary
+    def wrap(self, rpc: str, behaviour: Behaviour) -> Behaviour:
         metrics = self._metrics
 
         async def observed(request: Any, context: Context) -> Any:
@@ -118,7 +102,7 @@ class Observed(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic
             code = grpc.StatusCode.OK
             try:
                 await context.send_initial_metadata(((REQUEST_ID_HEADER, request_id),))
-                return await inner(request, context)  # type: ignore[arg-type]  # aio handler
+                return await behaviour(request, context)
             except grpc.aio.AbortError:
                 code = context.code() or grpc.StatusCode.UNKNOWN
                 raise
@@ -130,8 +114,4 @@ class Observed(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic
                 metrics.requests.labels(rpc, code.name).inc()
                 REQUEST_ID.reset(token)
 
-        return grpc.unary_unary_rpc_method_handler(
-            observed,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return observed

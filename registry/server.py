@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -36,9 +36,6 @@ from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
 logger = logging.getLogger(__name__)
 SWITCH_INTERVAL_SECONDS = 0.0005
-
-
-Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 
 
 class KeyedReflection(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in the stubs only
