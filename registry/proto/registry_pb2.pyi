@@ -123,7 +123,10 @@ class SearchResponse(_message.Message):
     WEAK_MATCH_FIELD_NUMBER: _builtins.int
     CACHED_FIELD_NUMBER: _builtins.int
     index_generation: _builtins.int
-    """The index generation that answered. It changes whenever any catalog changes."""
+    """The generation of what this caller may see that answered: it increases whenever a
+    catalog the caller may see (in whole or in part) changes, and never because of a change
+    the caller may not see.
+    """
     weak_match: _builtins.bool
     """True when even the best hit's similarity is below the registry's floor: the agent
     should rephrase or tell the user nothing fits, rather than trust these hits.
@@ -233,6 +236,7 @@ class GetSchemaResponse(_message.Message):
     TOOLS_FIELD_NUMBER: _builtins.int
     INDEX_GENERATION_FIELD_NUMBER: _builtins.int
     index_generation: _builtins.int
+    """As SearchResponse.index_generation: the generation of what this caller may see."""
     @_builtins.property
     def tools(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolSchema]:
         """In request order, without duplicates."""
@@ -308,7 +312,9 @@ class RegisterCatalogResponse(_message.Message):
     revision: _builtins.int
     """Increases by one each time the catalog's content changes; unchanged on a no-op."""
     index_generation: _builtins.int
-    """The index generation that now answers searches."""
+    """The registry's generation that now answers searches (a caller who may see everything is
+    told this number; others are told the last change among what they may see).
+    """
     embedded: _builtins.int
     """Tools that had to be embedded for this registration (0 when nothing changed)."""
     assigned_scope: _builtins.str
@@ -447,6 +453,7 @@ class ListCatalogsResponse(_message.Message):
     CATALOGS_FIELD_NUMBER: _builtins.int
     INDEX_GENERATION_FIELD_NUMBER: _builtins.int
     index_generation: _builtins.int
+    """As SearchResponse.index_generation: the generation of what this caller may see."""
     @_builtins.property
     def catalogs(self) -> _containers.RepeatedCompositeFieldContainer[Global___CatalogInfo]: ...
     def __init__(
