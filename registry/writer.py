@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
+from indexer.formats.rules import SCOPE
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
@@ -232,6 +233,15 @@ class Writer:
         ):
             return catalog, ""
         scope = self._default_scope.replace("{catalog}", catalog.name)
+        if not SCOPE.fullmatch(scope):
+            raise CatalogError(
+                catalog.name,
+                [
+                    f"default_scopes: the catalog declares no scope and '{scope}', the default "
+                    "for it, is not a valid scope (at most 64 characters); declare its "
+                    "default_scopes"
+                ],
+            )
         return replace(catalog, default_scopes=frozenset({scope})), scope
 
     def _unchanged_source(self, digest: str) -> RegisterOutcome | None:

@@ -314,3 +314,11 @@ def test_an_empty_default_scope_leaves_unscoped_catalogs_public(
     assert outcome.assigned_scope == ""
     assert [c.name for c in open_registry.catalogs(Grants.parse(["hr:read"]))] == ["weather"]
     store.close()
+
+
+def test_a_name_too_long_for_its_default_scope_asks_for_declared_scopes(
+    empty_registry: Registry,
+) -> None:
+    name = "w" * 62
+    with pytest.raises(CatalogError, match="declare its default_scopes"):
+        empty_registry.register((DATA / "openai_tools.json").read_text(), name=name)
