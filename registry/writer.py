@@ -25,7 +25,6 @@ from numpy.typing import NDArray
 from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
-from indexer.formats.rules import SCOPE
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
@@ -37,6 +36,7 @@ from registry.store import Store, StoredCatalog, StoredTool
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
 logger = logging.getLogger(__name__)
+MAX_SCOPE_CHARS = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,16 +232,10 @@ class Writer:
             or any(t.scopes for t in catalog.tools)
         ):
             return catalog, ""
-        scope = self._default_scope.replace("{catalog}", catalog.name)
-        if not SCOPE.fullmatch(scope):
-            raise CatalogError(
-                catalog.name,
-                [
-                    f"default_scopes: the catalog declares no scope and '{scope}', the default "
-                    "for it, is not a valid scope (at most 64 characters); declare its "
-                    "default_scopes"
-                ],
-            )
+        # A scope is at most 64 characters: a long catalog name is shortened inside it (the
+        # response's assigned_scope says which scope to grant).
+        room = MAX_SCOPE_CHARS - (len(self._default_scope) - len("{catalog}"))
+        scope = self._default_scope.replace("{catalog}", catalog.name[: max(room, 1)])
         return replace(catalog, default_scopes=frozenset({scope})), scope
 
     def _unchanged_source(self, digest: str) -> RegisterOutcome | None:

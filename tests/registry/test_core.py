@@ -316,9 +316,9 @@ def test_an_empty_default_scope_leaves_unscoped_catalogs_public(
     store.close()
 
 
-def test_a_name_too_long_for_its_default_scope_asks_for_declared_scopes(
-    empty_registry: Registry,
-) -> None:
+def test_a_long_name_is_shortened_inside_its_default_scope(empty_registry: Registry) -> None:
     name = "w" * 62
-    with pytest.raises(CatalogError, match="declare its default_scopes"):
-        empty_registry.register((DATA / "openai_tools.json").read_text(), name=name)
+    outcome = empty_registry.register((DATA / "openai_tools.json").read_text(), name=name)
+    assert outcome.assigned_scope == "w" * 59 + ":read"
+    granted = Grants.parse([outcome.assigned_scope])
+    assert [c.name for c in empty_registry.catalogs(granted)] == [name]
