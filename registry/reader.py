@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
-from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex
+from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
 from registry.cache import SearchCacheKey, TTLCache
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.queries import QueryEncoder
@@ -77,6 +77,8 @@ class Snapshot:
     catalogs: Mapping[str, CatalogView]
     # Per required-scope set: the generation of the last change to a tool it guards.
     touched: Mapping[frozenset[str], int] = field(default_factory=dict)
+    # Each caller's view generation, once computed (the snapshot never changes).
+    _generations: dict[Grants, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def generation(self) -> int:
@@ -88,8 +90,11 @@ class Snapshot:
         change it may not see is not revealed by a new number."""
         if viewer == ALL:
             return self.generation
-        seen = [g for scopes, g in self.touched.items() if viewer.allows(scopes)]
-        return max(seen, default=0)
+        found = self._generations.get(viewer)
+        if found is None:
+            seen = [g for scopes, g in self.touched.items() if viewer.allows(scopes)]
+            found = self._generations.setdefault(viewer, max(seen, default=0))
+        return found
 
     def catalog_summaries(self, viewer: Grants = ALL) -> list[CatalogSummary]:
         """Catalogs with at least one tool the caller may see, with visible counts."""
@@ -290,13 +295,14 @@ class Reader:
     def _rank(self, request: SearchRequest) -> tuple[list[Hit], bool]:
         index = request.snapshot.index
         text, wanted, viewer = request.text, request.catalogs, request.viewer
+        visible = everything if viewer.sees_everything else viewer.allows
         retriever, limit = request.retriever, request.limit or DEFAULT_LIMIT
         if retriever == Retriever.BM25:
-            hits = index.search_lexical(text, limit, catalogs=wanted, visible=viewer.allows)
+            hits = index.search_lexical(text, limit, catalogs=wanted, visible=visible)
             return hits, not hits
         if retriever == Retriever.DENSE:
             vector = self._queries.embed(text)
-            hits = index.search(vector, limit, catalogs=wanted, visible=viewer.allows)
+            hits = index.search(vector, limit, catalogs=wanted, visible=visible)
             return hits, not hits or hits[0].score < self._weak_score
         levers = ABLATIONS.get(retriever, ALL_LEVERS)
         clauses = split_intents(text) if levers.intents else []
@@ -308,7 +314,7 @@ class Reader:
             confident_only=request.limit == 0 and levers.cut,
             levers=levers,
             catalogs=wanted,
-            visible=viewer.allows,
+            visible=visible,
         )
         return hits, not hits or max(h.similarity for h in hits) < self._weak_score
 

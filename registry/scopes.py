@@ -88,6 +88,11 @@ class Grants:
         return all(self.covers(scope) for scope in required)
 
     @property
+    def sees_everything(self) -> bool:
+        """True for the "*" grant, which covers every scope."""
+        return WILDCARD in self.patterns
+
+    @property
     def visibility_class(self) -> str:
         """A stable id shared exactly by grants with the same pattern set.
 

@@ -144,7 +144,10 @@ class ToolIndex:
             self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
         lexical.join()
         self._views: dict[bytes, View] = {}
+        self._masks: dict[Visibility, NDArray[np.bool_]] = {}
         self._views_lock = threading.Lock()
+        self._all_rows = np.ones(len(self._entries), dtype=bool)
+        self._all_rows.setflags(write=False)
         # The names requests may spell out: built after the snapshot is ready (pure Python,
         # about 0.1 s at 100k tools), so start-up does not wait; the first search that needs
         # them waits for the build if it is still running.
@@ -186,8 +189,23 @@ class ToolIndex:
         return entry if visible(entry.required_scopes) else None
 
     def visible_mask(self, visible: Visibility) -> NDArray[np.bool_]:
+        """Which rows `visible` allows (read-only; copy before changing it). Memoised per
+        caller for this snapshot: with a scope per catalog there are as many scope sets as
+        catalogs, too many to judge again on every request."""
+        if visible is everything:
+            return self._all_rows
+        with self._views_lock:
+            found = self._masks.get(visible)
+        if found is not None:
+            return found
         allowed_sets = [code for code, s in enumerate(self._scope_sets) if visible(s)]
-        return np.isin(self._scope_codes, np.asarray(allowed_sets, dtype=np.int32))
+        mask = np.isin(self._scope_codes, np.asarray(allowed_sets, dtype=np.int32))
+        mask.setflags(write=False)
+        with self._views_lock:
+            if len(self._masks) >= MAX_VIEWS:
+                self._masks.clear()
+            self._masks[visible] = mask
+        return mask
 
     def view(self, visible: Visibility = everything) -> View:
         """The caller's view: its visible rows and statistics over them, built once per
@@ -214,7 +232,7 @@ class ToolIndex:
     def _eligible(
         self, catalogs: Iterable[str], visible: Visibility, view: View | None = None
     ) -> NDArray[np.bool_]:
-        mask = self.visible_mask(visible) if view is None else view.mask.copy()
+        mask = (self.visible_mask(visible) if view is None else view.mask).copy()
         wanted = list(catalogs)
         if wanted:
             codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
