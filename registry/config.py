@@ -71,7 +71,7 @@ class ServerConfig:
     grace_seconds: float = 5.0
     # Threads for searches and schema lookups; catalog changes have one thread of their own
     # and at most `write_queue` waiting (more are refused with RESOURCE_EXHAUSTED).
-    read_workers: int = 6
+    read_workers: int = 4
     write_queue: int = 8
     # Searches and schema lookups waiting for a read thread; past it, new ones are shed
     # (RESOURCE_EXHAUSTED). Cache hits never wait, so they are never shed.
