@@ -13,6 +13,18 @@ from mcp.shared.exceptions import MCPError
 
 from tests.mcp_bridge.conftest import SecuredRegistry, http_bridge_process, payload
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+STREAMS = {"Accept": "application/json, text/event-stream"}
+
 
 @asynccontextmanager
 async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
@@ -59,21 +71,11 @@ async def test_two_http_clients_with_different_keys_see_different_tools(
 async def test_an_http_request_without_a_bearer_key_is_refused(
     secured_registry: SecuredRegistry,
 ) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     async with http_bridge_process(secured_registry.address) as bridge:
         async with httpx2.AsyncClient(timeout=30.0) as http:
             response = await http.post(
                 bridge.url,
-                json=initialize,
+                json=INITIALIZE,
                 headers={"Accept": "application/json, text/event-stream"},
             )
         assert response.status_code == 401
@@ -83,19 +85,6 @@ async def test_an_http_request_without_a_bearer_key_is_refused(
             async with http_client(bridge.url, None) as client:
                 await client.list_tools()
         assert caught.group_contains(MCPError, depth=None)
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
-STREAMS = {"Accept": "application/json, text/event-stream"}
 
 
 async def test_a_session_is_not_opened_for_a_key_the_registry_refuses(
