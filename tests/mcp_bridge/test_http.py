@@ -76,7 +76,7 @@ async def test_an_http_request_without_a_bearer_key_is_refused(
             response = await http.post(
                 bridge.url,
                 json=INITIALIZE,
-                headers={"Accept": "application/json, text/event-stream"},
+                headers=STREAMS,
             )
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
