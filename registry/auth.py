@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from registry.errors import Overloaded, PermissionDenied, Unauthenticated
-from registry.keys import KeyStore
+from registry.keys import KeyStore, key_id_of
 from registry.logs import audit
 from registry.scopes import ADMIN_SCOPE, Grants, Principal
 from registry.wire import bearer_key
@@ -40,9 +40,9 @@ def peer_host(peer: str) -> str:
 
 def _key_label(key: str) -> str:
     """What the log may say about a presented key: its id part, or a short hash."""
-    parts = key.split("_")
-    if len(parts) == 3 and parts[0] == "capreg" and len(parts[1]) <= 16:
-        return f"id {parts[1]}"
+    key_id = key_id_of(key)
+    if key_id is not None:
+        return f"id {key_id}"
     return "hash " + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 

@@ -108,7 +108,8 @@ def _validate_scopes(scopes: object, where: str) -> tuple[str, ...]:
         raise KeyFileError(f"{where}: {exc}") from exc
 
 
-def _key_id_of(key: str) -> str | None:
+def key_id_of(key: str) -> str | None:
+    """The id part of a well-formed key (never the secret), or None."""
     # token_urlsafe may itself contain "_", so split at most twice.
     parts = key.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[2]:
@@ -358,7 +359,7 @@ class KeyStore:
 
     def authenticate(self, key: str) -> Principal | None:
         """The principal owning `key`, or None; unknown ids and wrong secrets look the same."""
-        key_id = _key_id_of(key)
+        key_id = key_id_of(key)
         with self._lock:
             index = self._index
         entry = index.get(key_id) if key_id is not None else None

@@ -17,6 +17,7 @@ from registry.auth import peer_host
 from registry.config import CallerLimits
 from registry.errors import Overloaded
 from registry.interception import Behaviour, UnaryInterceptor
+from registry.keys import key_id_of
 from registry.status import Context, status_for
 from registry.wire import bearer_key
 
@@ -87,8 +88,10 @@ class Admission:
 def caller_of(metadata: Any, peer: str) -> str:
     """Who a call counts against: its key's id part (never the secret), else its peer host."""
     key = bearer_key(metadata or ())
-    if key is not None:
-        return "key:" + key.rsplit("_", 1)[0][:80]
+    key_id = key_id_of(key) if key is not None else None
+    if key_id is not None:
+        return f"key:{key_id}"
+    # A malformed key is nobody's: it counts against the host that sent it.
     return "peer:" + peer_host(peer)
 
 

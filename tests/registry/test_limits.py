@@ -54,9 +54,9 @@ def test_a_caller_cannot_hold_more_than_its_concurrency() -> None:
 
 
 def test_calls_count_against_the_key_id_or_else_the_peer_host() -> None:
-    keyed = caller_of((("authorization", "Bearer capreg_0123abcd_secret"),), "ipv4:1.2.3.4:5")
-    assert keyed == "key:capreg_0123abcd"
-    assert "secret" not in keyed
+    keyed = caller_of((("authorization", "Bearer capreg_0123abcd_sec_ret"),), "ipv4:1.2.3.4:5")
+    assert keyed == "key:0123abcd"
+    assert "sec" not in keyed
     assert caller_of((), "ipv4:1.2.3.4:5") == caller_of((), "ipv4:1.2.3.4:6") == "peer:1.2.3.4"
 
 
