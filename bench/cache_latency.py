@@ -26,6 +26,7 @@ import grpc
 import yaml
 
 from bench.server_process import serving
+from bench.stats import percentile
 from registry.catalog_dir import catalog_files
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
@@ -46,11 +47,6 @@ def sample_queries(limit: int) -> list[str]:
                 queries.append(first)
     unique = list(dict.fromkeys(q.strip() for q in queries if q.strip()))
     return unique[:limit]
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def time_calls(stub: pb_grpc.CapabilityRegistryStub, queries: list[str]) -> tuple[list[float], int]:

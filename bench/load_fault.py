@@ -41,6 +41,7 @@ import yaml
 
 from bench.cache_latency import sample_queries
 from bench.server_process import free_port, serving_process, wait_serving
+from bench.stats import percentile, rss_mb
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 
@@ -50,20 +51,6 @@ KINDS = ("cached search", "uncached search", "schema", "register")
 ROWS = ("cached search", "(answered from the cache)", "uncached search", "schema", "register")
 WEIGHTS = (50, 25, 20, 5)
 FAULT_TOOLS = 600
-
-
-def percentile(samples: list[float], q: float) -> float:
-    if not samples:
-        return float("nan")
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 @dataclass

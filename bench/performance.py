@@ -26,6 +26,7 @@ import numpy as np
 
 from bench.context_tokens import PoolTool, catalog_sources, load_pool, with_variants
 from bench.server_process import serving_process
+from bench.stats import percentile, rss_mb
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from indexer.retrieval.fusion import clause_spans, split_intents
 from indexer.retrieval.snapshot import ToolIndex
@@ -41,12 +42,7 @@ WORKDIR = ROOT / ".capreg" / "bench"
 
 
 def pcts(samples: list[float]) -> tuple[float, float, float]:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-    return statistics.median(ordered), at(0.95), at(0.99)
+    return statistics.median(samples), percentile(samples, 0.95), percentile(samples, 0.99)
 
 
 def timed(call: Callable[[], object], n: int) -> list[float]:
@@ -84,13 +80,6 @@ def throughput(
     for thread in threads:
         thread.join()
     return sum(done) / (time.perf_counter() - started)
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def build(registry: Registry, tools: list[PoolTool], size: int) -> dict[str, Any]:
