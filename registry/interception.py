@@ -1,6 +1,6 @@
-"""The one way the server's interceptors wrap a call: around the registry's coroutine unary
-handlers only (the health service's plain-function handlers run on gRPC's own threads and are
-left as they are)."""
+"""The server's interceptors' shared parts: wrapping the registry's coroutine unary handlers
+(the health service's plain-function handlers run on gRPC's own threads and are left as they
+are), and keyed reflection."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any, TypeAlias
 
 import grpc
 
+from registry.auth import Authenticator
+from registry.errors import CapregError
 from registry.status import Context
 
 Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
@@ -42,3 +44,33 @@ class UnaryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  #
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+class KeyedReflection(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in the stubs only
+    """Server reflection describes the API; with keys configured it needs a valid key too
+    (health checks stay open for load balancers)."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self._auth = authenticator
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+        ],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        if self._auth.open or not details.method.startswith("/grpc.reflection."):
+            return await continuation(details)
+        try:
+            self._auth.principal(details.invocation_metadata or (), "reflection")
+        except CapregError as exc:
+            message = str(exc)
+
+            async def refuse(
+                _requests: object, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+            return grpc.stream_stream_rpc_method_handler(refuse)
+        return await continuation(details)

@@ -8,8 +8,6 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import grpc
@@ -24,6 +22,7 @@ from registry.catalog_dir import sync_folder
 from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import CapregError
+from registry.interception import KeyedReflection
 from registry.keys import KeyFileError, KeyStore
 from registry.lanes import Lanes
 from registry.limits import Admission, Admit
@@ -36,36 +35,6 @@ from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
 logger = logging.getLogger(__name__)
 SWITCH_INTERVAL_SECONDS = 0.0005
-
-
-class KeyedReflection(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]  # generic in the stubs only
-    """Server reflection describes the API; with keys configured it needs a valid key too
-    (health checks stay open for load balancers)."""
-
-    def __init__(self, authenticator: Authenticator) -> None:
-        self._auth = authenticator
-
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
-        ],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        if self._auth.open or not details.method.startswith("/grpc.reflection."):
-            return await continuation(details)
-        try:
-            self._auth.principal(details.invocation_metadata or (), "reflection")
-        except CapregError as exc:
-            message = str(exc)
-
-            async def refuse(
-                _requests: object, context: grpc.aio.ServicerContext[Any, Any]
-            ) -> None:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-
-            return grpc.stream_stream_rpc_method_handler(refuse)
-        return await continuation(details)
 
 
 SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].full_name
