@@ -173,7 +173,7 @@ def approximation(registry: Registry, queries: list[str]) -> dict[str, Any]:
     for found, wanted in zip(rows, best, strict=True):
         distinct = list(dict.fromkeys(inverse[found[found >= 0]].tolist()))[:10]
         recall.append(len(set(distinct) & set(wanted.tolist())) / 10)
-    exact = ToolIndex(approximate.entries, matrix, approximate.generation)
+    exact = ToolIndex(approximate.segments, approximate.generation, space=approximate.space)
     overlap = []
     for query in queries:
         texts = [query, *split_intents(query)]

@@ -28,6 +28,7 @@ from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
+from indexer.retrieval.segment import Segment, SegmentSpace
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
@@ -64,6 +65,8 @@ class _Live:
     documents: tuple[str, ...]
     doc_hashes: tuple[str, ...]
     view: CatalogView = field(init=False)
+    # The catalog's share of a snapshot, made on the first snapshot that holds it.
+    segment: Segment | None = None
 
     def __post_init__(self) -> None:
         catalog = self.stored.catalog
@@ -133,6 +136,9 @@ class Writer:
         self._approximate_from = approximate_from
         self._progress = progress
         self._partition: Partition | None = None
+        self._space = SegmentSpace(embedder.dimension)
+        # The last snapshot built: the next one is spliced from it.
+        self._index: ToolIndex | None = None
         self._lock = threading.Lock()
         self._live: dict[str, _Live] = {}
         # Function name -> tool id over every catalog: collisions are checked in O(tools
@@ -427,43 +433,64 @@ class Writer:
         return len(new_vectors)
 
     def _rebuild(self, generation: int, *, force: bool = False) -> int:
-        """Builds and publishes the snapshot of `generation`; returns its tool count."""
+        """Builds and publishes the snapshot of `generation`; returns its tool count.
+
+        Only catalogs that changed since the last snapshot get a new segment; the snapshot
+        is spliced from the last one when that is cheaper (see `indexer.retrieval.assembly`).
+        Built whole before the swap, so no search pays for it: the old snapshot answers
+        meanwhile."""
         if self._deferred is not None and not force:
             self._deferred = generation
             return 0
         live = list(self._live.values())
-        entries = [entry for catalog in live for entry in catalog.entries]
-        keys = [doc_hash for catalog in live for doc_hash in catalog.doc_hashes]
-        documents = [text for catalog in live for text in catalog.documents]
-        rows = [self._vectors[doc_hash] for doc_hash in keys]
-        dimension = self._embedder.dimension
-        matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
-        partition = self._partition_for(matrix) if len(rows) >= self._approximate_from else None
-        # Built whole (BM25 document index included) before the swap, so no search pays for
-        # it: the old snapshot answers meanwhile.
+        segments = [self._segment(catalog) for catalog in live]
+        size = sum(len(segment) for segment in segments)
+        partition = self._partition_for(segments, size) if size >= self._approximate_from else None
+        previous = self._index
+        if self._space.needs_renumbering(size):
+            segments = self._space.renumbered(segments)
+            for catalog, segment in zip(live, segments, strict=True):
+                catalog.segment = segment
+            previous = None
         index = ToolIndex(
-            entries, matrix, generation, partition=partition, keys=keys, documents=documents
+            segments, generation, space=self._space, partition=partition, previous=previous
         )
+        self._index = index
         views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
         self._publish(Snapshot(index, views, MappingProxyType(dict(self._touched))))
         self._generation = generation
-        return len(entries)
+        return size
 
-    def _partition_for(self, matrix: NDArray[np.float32]) -> Partition:
+    def _segment(self, catalog: _Live) -> Segment:
+        if catalog.segment is None:
+            dimension = self._embedder.dimension
+            rows = [self._vectors[doc_hash] for doc_hash in catalog.doc_hashes]
+            matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+            catalog.segment = self._space.segment(
+                catalog.stored.catalog.name,
+                catalog.entries,
+                matrix,
+                catalog.doc_hashes,
+                catalog.documents,
+            )
+        return catalog.segment
+
+    def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:
         """The IVF partition for a corpus this size: the current one, the stored one, or a new
         one trained now and stored (so a restart does not train again)."""
-        size = len(matrix)
+        dimension = self._embedder.dimension
         if self._partition is not None and self._partition.fits(size):
             return self._partition
         model = self._embedder.model_id
         stored = self._store.partition(model)
-        if stored is not None and stored[0].shape[1] == matrix.shape[1]:
+        if stored is not None and stored[0].shape[1] == dimension:
             candidate = Partition(*stored)
             if candidate.fits(size):
                 self._partition = candidate
                 return candidate
         started = time.perf_counter()
-        self._partition = Partition.train(matrix)
+        slots = np.concatenate([s.slots for s in segments])
+        self._partition = Partition.train(self._space.vectors[slots])
         self._store.put_partition(model, self._partition.centroids, size)
         logger.info(
             "trained an IVF partition of %d lists on %d tools in %.2fs",

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import bm25s
 import numpy as np
@@ -77,42 +78,157 @@ def _tokens(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
 
 
+# Term ids shared by every part of one corpus (append-only: an id never changes meaning, so
+# parts tokenised at different times fit together without being tokenised again).
+Vocabulary = dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Postings:
+    """Some documents as BM25 postings: term id, document row (counted from the part's first
+    document), term frequency, ordered by term then row; and each document's length."""
+
+    terms: NDArray[np.int64]
+    docs: NDArray[np.int64]
+    tf: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, documents: Sequence[str], vocabulary: Vocabulary) -> Postings:
+        """Tokenises `documents`, giving new terms the next ids of `vocabulary`."""
+        ids: list[int] = []
+        lengths = np.zeros(len(documents), dtype=np.int64)
+        for row, text in enumerate(documents):
+            tokens = _tokens(text)
+            ids.extend(vocabulary.setdefault(t, len(vocabulary)) for t in tokens)
+            lengths[row] = len(tokens)
+        width = max(len(vocabulary), 1)
+        docs_of = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+        pairs, tf = np.unique(docs_of * width + np.asarray(ids, dtype=np.int64), return_counts=True)
+        docs, terms = pairs // width, pairs % width
+        order = np.lexsort((docs, terms))
+        return cls(
+            terms=terms[order], docs=docs[order], tf=tf[order].astype(np.int64), lengths=lengths
+        )
+
+
 class ArrayBM25:
     """The same BM25 as `LexicalIndex` (bm25s' tokens, Lucene variant, K1 and B), built with
-    array operations instead of per-document Python loops: ~3x faster to build, which is
-    what a snapshot of 100k tools waits for. Scores equal bm25s' to float32 rounding (a test
-    holds them together); `LexicalIndex` stays the protocol's reference for the anchor.
+    array operations instead of per-document Python loops, and from parts: a snapshot joins
+    its catalogs' postings, or splices one catalog's into the previous snapshot's, without
+    tokenising anything again. Scores equal bm25s' to float32 rounding (a test holds them
+    together); `LexicalIndex` stays the protocol's reference for the anchor.
+
+    Postings are kept by term (one slice per query token); a term's weights depend on the
+    collection (document count, average length, document frequency) and are computed the
+    first time a request uses the term, the same arithmetic whichever way the index was built.
     """
 
     def __init__(self, documents: Sequence[str]) -> None:
-        self._size = len(documents)
-        vocab: dict[str, int] = {}
-        ids: list[int] = []
-        lengths = np.zeros(self._size, dtype=np.int64)
-        for row, text in enumerate(documents):
-            tokens = _tokens(text)
-            ids.extend(vocab.setdefault(t, len(vocab)) for t in tokens)
-            lengths[row] = len(tokens)
-        self._vocab = vocab
-        width = max(len(vocab), 1)
-        docs_of = np.repeat(np.arange(self._size, dtype=np.int64), lengths)
-        pairs, tf = np.unique(docs_of * width + np.asarray(ids, dtype=np.int64), return_counts=True)
-        docs, terms = pairs // width, pairs % width
-        df = np.bincount(terms, minlength=len(vocab))
-        idf = np.log(1.0 + (self._size - df + 0.5) / (df + 0.5)).astype(np.float32)
-        average = float(lengths.mean()) if self._size else 1.0
-        norm = K1 * ((1.0 - B) + B * lengths[docs] / average)
-        weights = (idf[terms] * (tf / (norm + tf))).astype(np.float32)
-        # Columns by term, rows in document order: one slice per query token.
-        order = np.lexsort((docs, terms))
-        self._docs = docs[order]
-        self._weights = weights[order]
-        self._tf = tf[order]
+        vocabulary: Vocabulary = {}
+        postings = Postings.of(documents, vocabulary)
+        self._setup(vocabulary, postings.docs, postings.tf, postings.lengths, postings.terms)
+
+    def _setup(
+        self,
+        vocabulary: Vocabulary,
+        docs: NDArray[np.int64],
+        tf: NDArray[np.int64],
+        lengths: NDArray[np.int64],
+        terms: NDArray[np.int64] | None = None,
+        df: NDArray[np.int64] | None = None,
+    ) -> None:
+        """`docs` and `tf` ordered by term; the term of each is given by `terms` or `df`."""
+        self._vocab = vocabulary
+        self._terms = len(vocabulary)
+        if df is None:
+            assert terms is not None
+            df = np.bincount(terms, minlength=self._terms).astype(np.int64)
+        self._df = df
+        self._docs = docs
+        self._tf = tf
         self._lengths = lengths
+        self._size = len(lengths)
+        self._average = float(lengths.mean()) if self._size else 1.0
         self._starts = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        self._weights: dict[int, NDArray[np.float32]] = {}
+
+    @classmethod
+    def joined(cls, vocabulary: Vocabulary, parts: Sequence[Postings]) -> ArrayBM25:
+        """One index over `parts`, in order (each part's rows follow the previous part's)."""
+        index = cls.__new__(cls)
+        sizes = [len(p.lengths) for p in parts]
+        offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        terms = _concatenate([p.terms for p in parts])
+        docs = _concatenate([p.docs + offset for p, offset in zip(parts, offsets, strict=False)])
+        order = np.argsort(terms, kind="stable")
+        index._setup(
+            vocabulary,
+            docs[order],
+            _concatenate([p.tf for p in parts])[order],
+            _concatenate([p.lengths for p in parts]),
+            terms=terms,
+        )
+        return index
+
+    def spliced(
+        self,
+        moved: NDArray[np.int64],
+        added: Sequence[tuple[int, Postings]],
+        lengths: NDArray[np.int64],
+    ) -> ArrayBM25:
+        """This index with documents moved or dropped and new ones added, in time linear in
+        the postings (no sort of the whole collection, no tokenising).
+
+        `moved[row]` is each current document's new row (-1: dropped); `added` gives each new
+        part's first row; `lengths` every document's length in the new order."""
+        index = ArrayBM25.__new__(ArrayBM25)
+        terms = len(self._vocab)
+        docs = moved[self._docs]
+        keep = docs >= 0
+        kept = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+        df = np.zeros(terms, dtype=np.int64)
+        df[: self._terms] = kept[self._starts[1:]] - kept[self._starts[:-1]]
+        docs, tf = docs[keep], self._tf[keep]
+        if added:
+            new_terms = _concatenate([p.terms for _, p in added])
+            order = np.argsort(new_terms, kind="stable")
+            new_terms = new_terms[order]
+            new_docs = _concatenate([p.docs + start for start, p in added])[order]
+            new_tf = _concatenate([p.tf for _, p in added])[order]
+            # Each new posting goes at the end of its term's slice.
+            ends = np.cumsum(df)
+            docs = np.insert(docs, ends[new_terms], new_docs)
+            tf = np.insert(tf, ends[new_terms], new_tf)
+            df += np.bincount(new_terms, minlength=terms)
+        index._setup(self._vocab, docs, tf, lengths, df=df)
+        return index
 
     def __len__(self) -> int:
         return self._size
+
+    def _term(self, token: str) -> int | None:
+        term = self._vocab.get(token)
+        # The vocabulary is shared and grows: a term newer than this index matches nothing.
+        return term if term is not None and term < self._terms else None
+
+    def _weight(self, term: int) -> NDArray[np.float32]:
+        weights = self._weights.get(term)
+        if weights is None:
+            start, end = self._starts[term], self._starts[term + 1]
+            weights = self._term_weights(
+                self._docs[start:end], self._tf[start:end], self._size, self._average
+            )
+            self._weights[term] = weights
+        return weights
+
+    def _term_weights(
+        self, docs: NDArray[np.int64], tf: NDArray[np.int64], size: int, average: float
+    ) -> NDArray[np.float32]:
+        df = len(docs)
+        idf = np.float32(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
+        norm = K1 * ((1.0 - B) + B * self._lengths[docs] / average)
+        return (idf * (tf / (norm + tf))).astype(np.float32)
 
     def scores(self, query: str, visible: NDArray[np.bool_] | None = None) -> NDArray[np.float32]:
         """The BM25 score of every document for `query` (zeros where nothing matches).
@@ -125,11 +241,11 @@ class ArrayBM25:
             return self._scores_within(query, visible)
         scores = np.zeros(self._size, dtype=np.float32)
         for token in _tokens(query):
-            term = self._vocab.get(token)
+            term = self._term(token)
             if term is not None:
                 start, end = self._starts[term], self._starts[term + 1]
                 # A term's documents are distinct, so fancy-index addition is exact here.
-                scores[self._docs[start:end]] += self._weights[start:end]
+                scores[self._docs[start:end]] += self._weight(term)
         return scores
 
     def _scores_within(self, query: str, visible: NDArray[np.bool_]) -> NDArray[np.float32]:
@@ -139,21 +255,21 @@ class ArrayBM25:
             return scores
         average = float(self._lengths[visible].mean())
         for token in _tokens(query):
-            term = self._vocab.get(token)
+            term = self._term(token)
             if term is None:
                 continue
             start, end = self._starts[term], self._starts[term + 1]
             keep = visible[self._docs[start:end]]
-            df = int(keep.sum())
-            if not df:
+            if not keep.any():
                 continue
             docs = self._docs[start:end][keep]
-            tf = self._tf[start:end][keep]
-            # The same arithmetic as the whole-collection weights, over the visible ones.
-            idf = np.float32(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
-            norm = K1 * ((1.0 - B) + B * self._lengths[docs] / average)
-            scores[docs] += (idf * (tf / (norm + tf))).astype(np.float32)
+            # The same arithmetic as the whole collection's weights, over the visible ones.
+            scores[docs] += self._term_weights(docs, self._tf[start:end][keep], size, average)
         return scores
+
+
+def _concatenate(arrays: Sequence[NDArray[np.int64]]) -> NDArray[np.int64]:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
 
 
 def protocol_tool_text(

@@ -1,7 +1,8 @@
 """An immutable snapshot of every registered tool and its vectors, searched by meaning.
 
-A new snapshot is built for every catalog change and swapped in whole, so a search always
-sees one consistent generation.
+A new snapshot is made for every catalog change (spliced from the previous one and the changed
+catalogs' segments, see `assembly`) and swapped in whole, so a search always sees one
+consistent generation.
 """
 
 from __future__ import annotations
@@ -10,18 +11,17 @@ import difflib
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.model import Tool
-from indexer.retrieval.document import document_text, summary
+from indexer.retrieval.assembly import Assembly, assemble
 from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, rank_intents
 from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
-from indexer.retrieval.literal import NOTHING, Literals, Named
+from indexer.retrieval.literal import NOTHING, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
+from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.vector_index import Partition, VectorIndex
 from indexer.retrieval.view import View, build_view
 
@@ -42,29 +42,11 @@ CATALOG_SEEDS = 20
 MAX_VIEWS = 256
 
 
+__all__ = ["Hit", "IndexedTool", "ToolIndex", "Visibility", "everything"]
+
+
 def everything(_required: frozenset[str]) -> bool:
     return True
-
-
-@dataclass(kw_only=True, frozen=True)
-class IndexedTool:
-    """A tool with what serving it needs: scopes, function name and catalog facts."""
-
-    tool: Tool
-    required_scopes: frozenset[str]
-    function_name: str
-    catalog_title: str
-    catalog_version: str
-    catalog_revision: int
-
-    @property
-    def id(self) -> str:
-        return self.tool.id
-
-    @cached_property
-    def summary(self) -> str:
-        """The description's first sentence (computed for the tools that are shown)."""
-        return summary(self.tool.description)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -81,89 +63,81 @@ class ToolIndex:
 
     def __init__(
         self,
-        entries: Sequence[IndexedTool],
-        vectors: NDArray[np.float32],
+        segments: Sequence[Segment],
         generation: int,
         *,
+        space: SegmentSpace,
         partition: Partition | None = None,
-        keys: Sequence[str] = (),
-        documents: Sequence[str] = (),
+        previous: ToolIndex | None = None,
     ) -> None:
-        """`partition` makes the vector index approximate (IVF); `keys` then name each row's
-        vector (its document hash) so list assignments carry over between snapshots.
-        `documents`, when given, are the tools' document texts (`document_text`), in
-        `entries` order: the caller has them already."""
-        if len(entries) != len(vectors):
-            raise ValueError("one vector per tool is required")
-        order = sorted(range(len(entries)), key=lambda row: entries[row].id)
-        self._entries = tuple(entries[row] for row in order)
-        self._documents = [documents[row] for row in order] if documents else None
-        self._lexical: dict[str, LexicalIndex | ArrayBM25] = {}
-        self._lexical_lock = threading.Lock()
-        # The BM25 document index (Python, holds the GIL) builds beside the vector index
-        # (BLAS and FAISS, release it): on two cores a 100k-tool snapshot is ready sooner.
-        lexical = threading.Thread(target=self.lexical, args=("document",), daemon=True)
-        lexical.start()
-        self._vectors = VectorIndex(
-            vectors[order] if len(order) else vectors,
+        """The snapshot of `segments` (one per catalog, all made by `space`). `partition`
+        makes the vector index approximate (IVF). With `previous`, the arrays are spliced
+        from its own where only a few catalogs changed (see `assembly`)."""
+        self._assembly: Assembly = assemble(
+            segments,
+            space=space,
             partition=partition,
-            keys=[keys[row] for row in order] if partition is not None else (),
+            previous=previous._assembly if previous is not None else None,
         )
+        self._space = space
+        parts = self._assembly
+        self._entries = parts.entries
+        self._vectors = parts.vectors
+        self._bm25 = parts.bm25
+        self._lexical: dict[str, LexicalIndex] = {}
+        self._lexical_lock = threading.Lock()
         self.generation = generation
-        self._rows = {entry.id: row for row, entry in enumerate(self._entries)}
         # Visibility is decided per distinct scope set, not per tool: catalogs share a few
         # scope sets, so a caller's mask costs a handful of checks plus one vector op.
-        scope_sets: dict[frozenset[str], int] = {}
-        codes = [scope_sets.setdefault(e.required_scopes, len(scope_sets)) for e in self._entries]
-        self._scope_sets = tuple(scope_sets)
-        self._scope_codes = np.asarray(codes, dtype=np.int32)
-        catalogs: dict[str, int] = {}
-        self._catalog_codes = np.asarray(
-            [catalogs.setdefault(e.tool.catalog, len(catalogs)) for e in self._entries],
-            dtype=np.int32,
-        )
-        self._catalogs = catalogs
+        self._scope_sets = parts.scope_sets
+        self._scope_codes = parts.scope_codes
+        self._catalogs = parts.catalogs
+        self._catalog_codes = parts.catalog_codes
         # Rows are in id order, so each catalog's rows are one contiguous range.
-        bounds = np.flatnonzero(np.diff(self._catalog_codes)) + 1
-        self._catalog_starts = np.concatenate(([0], bounds)).astype(np.int64)
-        self._catalog_ends = np.concatenate((bounds, [len(self._entries)])).astype(np.int64)
+        self._catalog_starts = parts.catalog_starts
+        self._catalog_ends = parts.catalog_ends
         # Each catalog's centroid: the direction of "what this server is about".
-        if len(self._entries):
-            sums = np.add.reduceat(self._vectors.matrix, self._catalog_starts, axis=0)
-            centroids = np.asarray(sums, dtype=np.float32)
-        else:
-            centroids = np.zeros((0, vectors.shape[1]), dtype=np.float32)
-        norms = np.linalg.norm(centroids, axis=1, keepdims=True)
-        self._centroids = np.ascontiguousarray(centroids / np.where(norms == 0, 1, norms))
-        # Catalog centroids' mean and second moment: the IVF path scales catalog scores
-        # over every catalog without scoring them all.
-        self._moments: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-        if self._vectors.approximate:
-            wide = self._centroids.astype(np.float64)
-            count = max(len(wide), 1)
-            self._moments = (wide.sum(axis=0) / count, wide.T @ wide / count)
-        lexical.join()
+        self._centroids = parts.centroids
+        # Catalog centroids' mean (and, for "z" only, second moment): the IVF path scales
+        # catalog scores over every catalog without scoring them all.
+        self._centroid_mean = self._centroids.astype(np.float64).sum(axis=0) / max(
+            len(self._centroids), 1
+        )
+        self._centroid_gram: NDArray[np.float64] | None = None
         self._views: dict[bytes, View] = {}
         self._masks: dict[Visibility, NDArray[np.bool_]] = {}
         self._views_lock = threading.Lock()
         self._all_rows = np.ones(len(self._entries), dtype=bool)
         self._all_rows.setflags(write=False)
-        # The names requests may spell out: built after the snapshot is ready (pure Python,
-        # about 0.1 s at 100k tools), so start-up does not wait; the first search that needs
-        # them waits for the build if it is still running.
-        self._literals: Literals | None = None
-        self._literal_build = threading.Thread(target=self._build_literals, daemon=True)
-        self._literal_build.start()
 
-    def _build_literals(self) -> None:
-        entries = [(e.id, e.tool.name, e.function_name) for e in self._entries]
-        self._literals = Literals(entries, self._catalogs)
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self._assembly.segments
+
+    @property
+    def space(self) -> SegmentSpace:
+        return self._space
+
+    @property
+    def spliced(self) -> bool:
+        """Whether this snapshot was spliced from the previous one (not built whole)."""
+        return self._assembly.spliced
+
+    def _centroid_moments(
+        self, scaling: Scaling
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        if scaling != Scaling.Z:
+            return self._centroid_mean, self._centroid_mean[None, :]
+        with self._views_lock:
+            if self._centroid_gram is None:
+                wide = self._centroids.astype(np.float64)
+                self._centroid_gram = wide.T @ wide / max(len(wide), 1)
+            return self._centroid_mean, self._centroid_gram
 
     def _named(self, text: str) -> Named:
         """The tools and catalogs `text` names literally."""
-        self._literal_build.join()
-        assert self._literals is not None  # built by _build_literals
-        return self._literals.named(text)
+        parts = self._assembly
+        return parts.literals.named(text, parts.row_of, parts.catalogs.get)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -182,7 +156,7 @@ class ToolIndex:
 
     def get(self, tool_id: str, visible: Visibility = everything) -> IndexedTool | None:
         """The tool with this id, or None when it does not exist or the caller may not see it."""
-        row = self._rows.get(tool_id)
+        row = self._assembly.row_of(tool_id)
         if row is None:
             return None
         entry = self._entries[row]
@@ -218,7 +192,7 @@ class ToolIndex:
             return found
         built = build_view(
             mask,
-            self._vectors.matrix,
+            self._vectors.rows,
             self._catalog_codes,
             self._catalog_starts,
             self._catalog_ends,
@@ -245,27 +219,24 @@ class ToolIndex:
         "protocol": each tool as JSON (catalog title, name, description, input schema), the
         text of the published LiveMCPBench BM25 baseline, scored by bm25s as published.
         "document": the same document text the dense model embeds (name in words,
-        description, parameters, examples), scored by the equivalent `ArrayBM25`.
+        description, parameters, examples), scored by the equivalent `ArrayBM25` (always
+        built: the blend reads it).
         """
+        if text == "document":
+            return self._bm25
         with self._lexical_lock:
             index = self._lexical.get(text)
             if index is None:
-                if text == "protocol":
-                    texts = [
-                        protocol_tool_text(
-                            e.catalog_title or e.tool.catalog,
-                            e.tool.name,
-                            e.tool.description,
-                            e.tool.input_schema,
-                        )
-                        for e in self._entries
-                    ]
-                    index = self._lexical[text] = LexicalIndex(texts)
-                else:
-                    documents, self._documents = self._documents, None
-                    if documents is None:
-                        documents = [document_text(e.tool, e.catalog_title) for e in self._entries]
-                    index = self._lexical[text] = ArrayBM25(documents)
+                texts = [
+                    protocol_tool_text(
+                        e.catalog_title or e.tool.catalog,
+                        e.tool.name,
+                        e.tool.description,
+                        e.tool.input_schema,
+                    )
+                    for e in self._entries
+                ]
+                index = self._lexical[text] = LexicalIndex(texts)
             return index
 
     def _candidates(
@@ -314,9 +285,10 @@ class ToolIndex:
             everything = queries @ view.centroids[view.catalog_codes].T
             positions = np.searchsorted(view.catalog_codes, codes)
             scaled = [scale_exact(row, positions, scaling) for row in everything]
-        elif self._moments is not None and scaling not in EXACT_ONLY:
+        elif self._vectors.approximate and scaling not in EXACT_ONLY:
             similarity = queries @ self._centroids[codes].T
-            spreads = [spread_from_moments(q, *self._moments, scaling) for q in queries]
+            moments = self._centroid_moments(scaling)
+            spreads = [spread_from_moments(q, *moments, scaling) for q in queries]
             scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
         else:
             everything = queries @ self._centroids.T
@@ -350,19 +322,18 @@ class ToolIndex:
         named = self._named(texts[0]) if levers.literal else NOTHING
         # Statistics over the visible rows only (None: every row is visible).
         over = None if view.full else view.rows
-        bm25 = self.lexical("document")
-        assert isinstance(bm25, ArrayBM25)  # the "document" text is always an ArrayBM25
+        bm25 = self._bm25
         mask = None if view.full else view.mask
         lexical = [bm25.scores(t, mask) for t in texts] if levers.lexical else []
         scaling = levers.scaling
         if self._vectors.approximate and scaling not in EXACT_ONLY:
             rows = self._candidates(queries, lexical, levers.catalog, eligible, named, view)
             dense = self._vectors.scores_at(queries, rows)
-            matrix = self._vectors.matrix
+            gather = self._vectors.rows
             spreads = [
                 self._vectors.score_spread(q, scaling)
                 if view.full
-                else view.dense_spread(q, matrix, scaling)
+                else view.dense_spread(q, gather, scaling)
                 for q in queries
             ]
             dense_scaled = [s.scaled(dense[i], scaling) for i, s in enumerate(spreads)]

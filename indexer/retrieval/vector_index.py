@@ -12,8 +12,9 @@ import functools
 import math
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, cast
 
 import faiss
 import numpy as np
@@ -128,43 +129,123 @@ def _selector(allowed: NDArray[np.bool_]) -> tuple[faiss.IDSelector, NDArray[np.
 
 
 class VectorIndex:
-    """Rows of normalised vectors; exact, or IVF when built with a partition."""
+    """Rows of normalised vectors; exact, or IVF when built with a partition.
+
+    Rows are read through their slots in a vector store (by default the rows are the store):
+    a snapshot built over a shared store copies no vectors. The IVF index knows each vector
+    by its slot, and slots outlive a snapshot, so the next snapshot's index is this one's
+    copy with the changed slots removed and added (`spliced`), not every vector added again.
+    """
 
     def __init__(
         self,
-        vectors: NDArray[np.float32],
+        store: NDArray[np.float32],
         *,
+        slots: NDArray[np.int64] | None = None,
         partition: Partition | None = None,
         keys: Sequence[str] = (),
+        mean: NDArray[np.float64] | None = None,
     ) -> None:
-        if vectors.ndim != 2:
-            raise ValueError("vectors must be a 2-D array")
-        self._dimension = int(vectors.shape[1])
-        self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self._ivf: faiss.IndexIVFFlat | None = None
-        self._probes = 0
-        if partition is not None and len(vectors):
-            if len(keys) != len(vectors):
+        """`slots[row]`: the store row holding each row's vector (default: every store row,
+        in order). `keys` name each row's vector (its document hash) so IVF list
+        assignments carry over; `mean` is the rows' mean vector when the caller has it."""
+        self._setup(store, slots, partition, mean)
+        if self._partition is not None:
+            if len(keys) != len(self):
                 raise ValueError("an IVF index needs one key per vector")
-            lists = partition.assign(keys, self._vectors)
             ivf = faiss.IndexIVFFlat(
-                partition.quantizer,
+                self._partition.quantizer,
                 self._dimension,
-                len(partition.centroids),
+                len(self._partition.centroids),
                 faiss.METRIC_INNER_PRODUCT,
             )
             ivf.is_trained = True
-            # Add with the remembered lists: nothing is re-assigned. FAISS reads through
-            # raw pointers here, so both arrays are named (kept alive) for the call.
-            ivf.add_core(
-                len(self._vectors), faiss.swig_ptr(self._vectors), None, faiss.swig_ptr(lists)
-            )
-            self._ivf = ivf
-            self._probes = max(MIN_PROBES, math.ceil(PROBE_SHARE * len(partition.centroids)))
-            self._moments = self._corpus_moments()
+            self._add(ivf, self._partition, keys, np.arange(len(self), dtype=np.int64))
+            self._ivf: faiss.IndexIVFFlat | None = ivf
+
+    def _setup(
+        self,
+        store: NDArray[np.float32],
+        slots: NDArray[np.int64] | None,
+        partition: Partition | None,
+        mean: NDArray[np.float64] | None,
+    ) -> None:
+        if store.ndim != 2:
+            raise ValueError("vectors must be a 2-D array")
+        self._dimension = int(store.shape[1])
+        self._store = np.ascontiguousarray(store, dtype=np.float32)
+        self._slots = np.arange(len(store), dtype=np.int64) if slots is None else slots
+        self._matrix: NDArray[np.float32] | None = self._store if slots is None else None
+        self._lock = threading.Lock()
+        self._partition = partition if len(self._slots) else None
+        self._ivf = None
+        self._probes = 0
+        # Slot -> row, for what the IVF index returns (None: slots are rows).
+        self._row_of: NDArray[np.int64] | None = None
+        if slots is not None:
+            self._row_of = np.full(len(self._store), -1, dtype=np.int64)
+            self._row_of[slots] = np.arange(len(slots), dtype=np.int64)
+        if self._partition is None:
+            self._matrix = self.matrix  # the exact path scores every row on every search
+        if mean is None:
+            mean = self._chunked_sum(lambda chunk: chunk.sum(axis=0, dtype=np.float64))
+            mean = mean / max(len(self), 1)
+        self._mean = mean
+        self._gram: NDArray[np.float64] | None = None
+        if self._partition is not None:
+            self._probes = max(MIN_PROBES, math.ceil(PROBE_SHARE * len(self._partition.centroids)))
+
+    def _add(
+        self,
+        ivf: faiss.IndexIVFFlat,
+        partition: Partition,
+        keys: Sequence[str],
+        rows: NDArray[np.int64],
+    ) -> None:
+        """Adds `rows` under their slots, with their remembered lists: nothing is re-assigned.
+        FAISS reads through raw pointers here, so every array is named for the call."""
+        vectors = self.rows(rows)
+        lists = partition.assign([keys[row] for row in rows.tolist()], vectors)
+        slots = np.ascontiguousarray(self._slots[rows])
+        ivf.add_core(
+            len(vectors), faiss.swig_ptr(vectors), faiss.swig_ptr(slots), faiss.swig_ptr(lists)
+        )
+
+    @classmethod
+    def spliced(
+        cls,
+        previous: VectorIndex,
+        store: NDArray[np.float32],
+        *,
+        slots: NDArray[np.int64],
+        partition: Partition | None,
+        keys: Sequence[str],
+        removed: NDArray[np.int64],
+        added: NDArray[np.int64],
+        mean: NDArray[np.float64] | None = None,
+    ) -> VectorIndex:
+        """The index of the rows `slots` of `store`, made from `previous` by removing the
+        `removed` slots and adding the `added` rows: the same index a full build gives, in
+        time proportional to the change plus one copy of the lists. Falls back to a full
+        build when `previous` was built over another partition."""
+        if partition is None or previous._ivf is None or previous._partition is not partition:
+            return cls(store, slots=slots, partition=partition, keys=keys, mean=mean)
+        index = cls.__new__(cls)
+        index._setup(store, slots, partition, mean)
+        # A copy: `previous` keeps serving its own lists until the swap. (clone_index returns
+        # the IVF type itself, owning the copy; a second proxy from downcast_index would not
+        # own it, and the copy would go with the first.)
+        ivf = cast(faiss.IndexIVFFlat, faiss.clone_index(previous._ivf))
+        if len(removed):
+            gone = np.ascontiguousarray(removed, dtype=np.int64)
+            ivf.remove_ids(faiss.IDSelectorBatch(len(gone), faiss.swig_ptr(gone)))
+        if len(added):
+            index._add(ivf, partition, keys, np.asarray(added, dtype=np.int64))
+        index._ivf = ivf
+        return index
 
     def __len__(self) -> int:
-        return len(self._vectors)
+        return len(self._slots)
 
     @property
     def dimension(self) -> int:
@@ -176,19 +257,39 @@ class VectorIndex:
 
     @property
     def matrix(self) -> NDArray[np.float32]:
-        return self._vectors
+        """Every row's vector, in row order (gathered from the store on first use)."""
+        with self._lock:
+            if self._matrix is None:
+                self._matrix = np.ascontiguousarray(self._store[self._slots])
+            return self._matrix
 
-    def _corpus_moments(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Mean vector and second-moment matrix of the rows (float64, in chunks)."""
-        total = np.zeros(self._dimension)
-        gram = np.zeros((self._dimension, self._dimension))
-        with all_cores():
-            for start in range(0, len(self._vectors), 8192):
-                chunk = self._vectors[start : start + 8192]
-                total += chunk.sum(axis=0, dtype=np.float64)
-                gram += (chunk.T @ chunk).astype(np.float64)
-        n = max(len(self._vectors), 1)
-        return total / n, gram / n
+    def rows(self, rows: NDArray[np.signedinteger[Any]]) -> NDArray[np.float32]:
+        """The vectors of `rows` (a copy)."""
+        if self._matrix is not None:
+            return np.ascontiguousarray(self._matrix[rows])
+        return np.ascontiguousarray(self._store[self._slots[rows]])
+
+    def _chunked_sum(
+        self, part: Callable[[NDArray[np.float32]], NDArray[np.float64]]
+    ) -> NDArray[np.float64]:
+        total: NDArray[np.float64] | None = None
+        for start in range(0, len(self), 8192):
+            value = part(self.rows(np.arange(start, min(start + 8192, len(self)))))
+            total = value if total is None else total + value
+        return total if total is not None else np.zeros(self._dimension)
+
+    def _second_moment(self) -> NDArray[np.float64]:
+        """The rows' second-moment matrix (float64, in chunks), computed on first use: only
+        "z" scaling on an IVF index needs it."""
+        with self._lock:
+            gram = self._gram
+        if gram is None:
+            with all_cores():
+                gram = self._chunked_sum(lambda chunk: (chunk.T @ chunk).astype(np.float64))
+            gram = gram / max(len(self), 1)
+            with self._lock:
+                self._gram = gram
+        return gram
 
     def score_spread(self, query: NDArray[np.float32], scaling: Scaling) -> Spread:
         """Mean and standard deviation (when `scaling` needs it) of `query`'s inner product
@@ -199,21 +300,22 @@ class VectorIndex:
         """
         if self._ivf is None:
             return Spread.of(self.scores(query)[0], scaling)
-        return spread_from_moments(query, *self._moments, scaling)
+        gram = self._second_moment() if scaling == Scaling.Z else self._mean[None, :]
+        return spread_from_moments(query, self._mean, gram, scaling)
 
     def scores(self, queries: NDArray[np.float32]) -> NDArray[np.float32]:
         """Exact inner products, one row per query and one column per vector."""
         matrix = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        if not len(self._vectors):
+        if not len(self):
             return np.zeros((len(matrix), 0), dtype=np.float32)
-        return np.ascontiguousarray((self._vectors @ matrix.T).T)
+        return np.ascontiguousarray((self.matrix @ matrix.T).T)
 
     def scores_at(
         self, queries: NDArray[np.float32], rows: NDArray[np.int64]
     ) -> NDArray[np.float32]:
         """Exact inner products with the given rows only (queries x rows)."""
         matrix = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        return np.ascontiguousarray((self._vectors[rows] @ matrix.T).T)
+        return np.ascontiguousarray((self.rows(rows) @ matrix.T).T)
 
     def search(
         self,
@@ -251,10 +353,18 @@ class VectorIndex:
         params = faiss.SearchParametersIVF()
         params.nprobe = self._probes
         if allowed is not None:
+            if self._row_of is not None:
+                # The index knows vectors by slot: the allowed rows' slots.
+                by_slot = np.zeros(len(self._row_of), dtype=bool)
+                by_slot[self._slots] = allowed
+                allowed = by_slot
             selector, bitmap = _selector(allowed)
             params.sel = selector
-        scores, rows = self._ivf.search(matrix, k, params=params)
-        scores = np.where(rows >= 0, scores, -np.inf).astype(np.float32)
+        scores, found = self._ivf.search(matrix, k, params=params)
+        scores = np.where(found >= 0, scores, -np.inf).astype(np.float32)
         if allowed is not None:
             del bitmap  # the search is over: the selector's memory may go
-        return scores, rows.astype(np.int64)
+        found = found.astype(np.int64)
+        if self._row_of is None:
+            return scores, found
+        return scores, np.where(found >= 0, self._row_of[np.maximum(found, 0)], -1)

@@ -11,6 +11,7 @@ visibility per snapshot (views are cached by their mask).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
+
+# The vectors of some rows (a snapshot reads them through its vector index).
+Rows = Callable[[NDArray[np.int64]], NDArray[np.float32]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,24 +41,22 @@ class View:
     _gram: list[NDArray[np.float64]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def dense_spread(
-        self, query: NDArray[np.float32], matrix: NDArray[np.float32], scaling: Scaling
-    ) -> Spread:
+    def dense_spread(self, query: NDArray[np.float32], vectors: Rows, scaling: Scaling) -> Spread:
         """The spread of `query`'s inner products over the visible rows, from moments."""
-        gram = self._second_moment(matrix) if scaling == Scaling.Z else self.mean[None, :]
+        gram = self._second_moment(vectors) if scaling == Scaling.Z else self.mean[None, :]
         return spread_from_moments(query, self.mean, gram, scaling)
 
-    def _second_moment(self, matrix: NDArray[np.float32]) -> NDArray[np.float64]:
+    def _second_moment(self, vectors: Rows) -> NDArray[np.float64]:
         with self._lock:
             if not self._gram:
-                visible = matrix[self.rows].astype(np.float64)
+                visible = vectors(self.rows).astype(np.float64)
                 self._gram.append(visible.T @ visible / max(len(visible), 1))
             return self._gram[0]
 
 
 def build_view(
     mask: NDArray[np.bool_],
-    matrix: NDArray[np.float32],
+    vectors: Rows,
     catalog_codes: NDArray[np.int32],
     catalog_starts: NDArray[np.int64],
     catalog_ends: NDArray[np.int64],
@@ -71,13 +73,13 @@ def build_view(
             part = mask[start:end]
             if part.all():
                 continue  # wholly visible: the snapshot's centroid, bit for bit
-            total = matrix[start:end][part].sum(axis=0)
+            total = vectors(np.arange(start, end)[part]).sum(axis=0)
             norm = float(np.linalg.norm(total))
             view_centroids[code] = total / (norm if norm else 1.0)
     if full or not len(rows):
-        mean = np.zeros(matrix.shape[1])  # the full view uses the index's own moments
+        mean = np.zeros(centroids.shape[1])  # the full view uses the index's own moments
     else:
-        mean = matrix[rows].astype(np.float64).mean(axis=0)
+        mean = vectors(rows).astype(np.float64).mean(axis=0)
     return View(
         mask=mask,
         rows=rows,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.retrieval.literal import Literals, lookup_key, tokens
+from indexer.retrieval.literal import Literals, Named, lookup_key, tokens
 
 TOOLS = [
     ("support/create_ticket", "create_ticket", "support__create_ticket"),
@@ -14,6 +14,11 @@ TOOLS = [
     ("Context7/get-library-docs", "get-library-docs", "Context7__get-library-docs"),
 ]
 CATALOGS = {"support": 0, "editing": 1, "web": 2, "Context7": 3}
+ROWS = {tool_id: row for row, (tool_id, _, _) in enumerate(TOOLS)}
+
+
+def named(literals: Literals, text: str) -> Named:
+    return literals.named(text, ROWS.get, CATALOGS.get)
 
 
 def test_only_names_that_read_as_identifiers_count() -> None:
@@ -28,28 +33,43 @@ def test_only_names_that_read_as_identifiers_count() -> None:
 
 def test_a_request_names_tools_and_catalogs() -> None:
     literals = Literals(TOOLS, CATALOGS)
-    named = literals.named("Open one with create_ticket, then look it up. Use context7.")
-    assert named.rows.tolist() == [0]
-    assert named.catalogs.tolist() == [3]
+    found = named(literals, "Open one with create_ticket, then look it up. Use context7.")
+    assert found.rows.tolist() == [0]
+    assert found.catalogs.tolist() == [3]
     # Full ids and function names count, in any case.
-    assert literals.named("call SUPPORT/create_ticket").rows.tolist() == [0]
-    assert literals.named("call support__create_ticket now").rows.tolist() == [0]
+    assert named(literals, "call SUPPORT/create_ticket").rows.tolist() == [0]
+    assert named(literals, "call support__create_ticket now").rows.tolist() == [0]
 
 
 def test_words_are_not_names() -> None:
     literals = Literals(TOOLS, CATALOGS)
     # "copyediting" is a word; `copyEditing` is the tool's name.
-    assert not len(literals.named("Please perform copyediting on the manual.").rows)
-    assert literals.named("run copyEditing on the manual").rows.tolist() == [1]
+    assert not len(named(literals, "Please perform copyediting on the manual.").rows)
+    assert named(literals, "run copyEditing on the manual").rows.tolist() == [1]
     # A plain-word tool or catalog name is left to the ranking.
-    named = literals.named("search the web for support")
-    assert not len(named.rows)
-    assert not len(named.catalogs)
+    found = named(literals, "search the web for support")
+    assert not len(found.rows)
+    assert not len(found.catalogs)
 
 
 @given(st.text(max_size=300))
 def test_any_text_names_only_known_rows(text: str) -> None:
-    named = Literals(TOOLS, CATALOGS).named(text)
-    assert set(named.rows.tolist()) <= {0, 1, 2, 3}
-    assert set(named.catalogs.tolist()) <= {0, 1, 2, 3}
+    found = named(Literals(TOOLS, CATALOGS), text)
+    assert set(found.rows.tolist()) <= {0, 1, 2, 3}
+    assert set(found.catalogs.tolist()) <= {0, 1, 2, 3}
     assert all(token == token.strip("_-./:") for token in tokens(text))
+
+
+def test_a_spliced_lookup_equals_one_filed_from_scratch() -> None:
+    before = Literals(TOOLS[:3], list(CATALOGS)[:3])
+    moved = ("web/search_pages", "search_pages", "web__search_pages")
+    after = before.spliced([TOOLS[2]], ["web"], [moved, TOOLS[3]], ["web", "Context7"])
+    scratch = Literals([*TOOLS[:2], moved, TOOLS[3]], CATALOGS)
+    rows = {**ROWS, moved[0]: 2}
+    for text in ("use search_pages on the web", "call web/search", "use context7", "web__search"):
+        got, want = (x.named(text, rows.get, CATALOGS.get) for x in (after, scratch))
+        assert got.rows.tolist() == want.rows.tolist(), text
+        assert got.catalogs.tolist() == want.catalogs.tolist(), text
+    # The lookup it was spliced from is unchanged.
+    assert named(before, "call web/search").rows.tolist() == [2]
+    assert not len(named(before, "use context7").catalogs)

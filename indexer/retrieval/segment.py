@@ -1,0 +1,191 @@
+"""One catalog's share of a snapshot, prepared once per catalog revision.
+
+A snapshot is its catalogs' segments side by side. A segment holds what the snapshot would
+otherwise recompute for every tool on every change: the tools in id order, their vectors and
+stable vector slots, their BM25 postings, their scope-set codes and the catalog's centroid.
+Segments made by one `SegmentSpace` share term ids, scope-set codes and slots, so a new
+snapshot can be spliced from the previous one and the changed catalogs' segments alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.model import Tool
+from indexer.retrieval.document import summary
+from indexer.retrieval.lexical import Postings, Vocabulary
+
+# Past this many slots per live vector, a full build renumbers the slots (a long history of
+# changes would otherwise grow the arena without bound).
+MAX_SLOT_RATIO = 2
+
+
+@dataclass(kw_only=True, frozen=True)
+class IndexedTool:
+    """A tool with what serving it needs: scopes, function name and catalog facts."""
+
+    tool: Tool
+    required_scopes: frozenset[str]
+    function_name: str
+    catalog_title: str
+    catalog_version: str
+    catalog_revision: int
+
+    @property
+    def id(self) -> str:
+        return self.tool.id
+
+    @cached_property
+    def summary(self) -> str:
+        """The description's first sentence (computed for the tools that are shown)."""
+        return summary(self.tool.description)
+
+
+@dataclass(kw_only=True, frozen=True, eq=False)
+class Segment:
+    """One catalog's tools (sorted by id) and everything a snapshot needs about them."""
+
+    name: str
+    entries: tuple[IndexedTool, ...]
+    # Row-aligned with `entries`: the document hashes, and the slots holding the vectors in
+    # the space's arena (also the ids the vector index knows them by).
+    keys: tuple[str, ...]
+    slots: NDArray[np.int64]
+    postings: Postings
+    scope_codes: NDArray[np.int32]
+    # The sum of the vectors (float64) and its direction: "what this catalog is about".
+    vector_sum: NDArray[np.float64]
+    centroid: NDArray[np.float32]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def sort_key(self) -> str:
+        # Rows are in tool-id order: `<catalog>/<tool>` sorts by the catalog name followed
+        # by "/" (so "ab-c/x" comes before "ab/y"), then by tool name.
+        return self.name + "/"
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Tool id -> row within the segment."""
+        return {entry.id: row for row, entry in enumerate(self.entries)}
+
+
+class VectorArena:
+    """Every segment's vectors, each written once at its slot and never moved.
+
+    A snapshot reads its rows through their slots, so a new snapshot costs no new copy of
+    the vectors: on this kind of machine faulting in a fresh 150 MB matrix (100k tools) took
+    longer than the rest of a one-catalog change together. Growing replaces the array with a
+    larger copy; snapshots built before keep the array they were built on."""
+
+    def __init__(self, dimension: int, capacity: int = 1024) -> None:
+        self._data = np.zeros((capacity, dimension), dtype=np.float32)
+        self._used = 0
+
+    @property
+    def data(self) -> NDArray[np.float32]:
+        """The current array (rows past the last slot are unused)."""
+        return self._data
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def append(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
+        """Writes `vectors` at the next free slots and returns those slots."""
+        needed = self._used + len(vectors)
+        if needed > len(self._data):
+            size = max(needed, len(self._data) * 3 // 2)
+            grown = np.zeros((size, self._data.shape[1]), dtype=np.float32)
+            grown[: self._used] = self._data[: self._used]
+            self._data = grown
+        self._data[self._used : needed] = vectors
+        slots = np.arange(self._used, needed, dtype=np.int64)
+        self._used = needed
+        return slots
+
+
+class SegmentSpace:
+    """Makes segments that fit together: one vocabulary, one numbering of scope sets, and
+    vector slots that are never reused while a snapshot may still hold them."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.vocabulary: Vocabulary = {}
+        self._scope_codes: dict[frozenset[str], int] = {}
+        self._scope_sets: list[frozenset[str]] = []
+        self._arena = VectorArena(dimension)
+        self._lock = threading.Lock()
+
+    @property
+    def scope_sets(self) -> tuple[frozenset[str], ...]:
+        """Every scope set ever coded, by code."""
+        return tuple(self._scope_sets)
+
+    @property
+    def vectors(self) -> NDArray[np.float32]:
+        """The arena every slot of this space's segments points into (see `VectorArena`)."""
+        return self._arena.data
+
+    def segment(
+        self,
+        name: str,
+        entries: Sequence[IndexedTool],
+        matrix: NDArray[np.float32],
+        keys: Sequence[str],
+        documents: Sequence[str],
+    ) -> Segment:
+        """A segment for catalog `name`; `matrix`, `keys` and `documents` follow `entries`."""
+        if not (len(entries) == len(matrix) == len(keys) == len(documents)):
+            raise ValueError("one vector, key and document per tool is required")
+        order = sorted(range(len(entries)), key=lambda row: entries[row].id)
+        documents = [documents[row] for row in order]
+        vectors = np.ascontiguousarray(
+            matrix[order] if len(order) else np.zeros((0, self.dimension)), dtype=np.float32
+        )
+        with self._lock:
+            postings = Postings.of(documents, self.vocabulary)
+            codes = [self._code(entries[row].required_scopes) for row in order]
+            slots = self._arena.append(vectors)
+        total = vectors.sum(axis=0, dtype=np.float64)
+        norm = float(np.linalg.norm(total))
+        return Segment(
+            name=name,
+            entries=tuple(entries[row] for row in order),
+            keys=tuple(keys[row] for row in order),
+            slots=slots,
+            postings=postings,
+            scope_codes=np.asarray(codes, dtype=np.int32),
+            vector_sum=total,
+            centroid=(total / (norm if norm else 1.0)).astype(np.float32),
+        )
+
+    def _code(self, scopes: frozenset[str]) -> int:
+        code = self._scope_codes.get(scopes)
+        if code is None:
+            code = self._scope_codes[scopes] = len(self._scope_sets)
+            self._scope_sets.append(scopes)
+        return code
+
+    def needs_renumbering(self, live: int) -> bool:
+        """Whether slots have run far ahead of the `live` vectors (see `renumbered`)."""
+        return self._arena.used > MAX_SLOT_RATIO * max(live, 1024)
+
+    def renumbered(self, segments: Sequence[Segment]) -> list[Segment]:
+        """`segments` with their vectors copied into a new arena, in order, for a full build
+        that nothing splices from (earlier snapshots keep the old arena)."""
+        with self._lock:
+            old = self._arena.data
+            self._arena = VectorArena(self.dimension, max(sum(map(len, segments)), 1024))
+            return [
+                replace(segment, slots=self._arena.append(old[segment.slots]))
+                for segment in segments
+            ]
