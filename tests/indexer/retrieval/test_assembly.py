@@ -1,0 +1,110 @@
+"""A snapshot spliced from the previous one ranks exactly like one built from nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
+from indexer.model import Tool
+from indexer.retrieval.fusion import Levers
+from indexer.retrieval.scaling import Scaling
+from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
+from indexer.retrieval.snapshot import ToolIndex, Visibility, everything
+from indexer.retrieval.vector_index import Partition
+
+DIMENSION = 8
+WORDS = ["invoice", "ticket", "refund", "deploy", "calendar", "email", "user", "report", "sync"]
+SCOPE_SETS = [frozenset(), frozenset({"a:read"}), frozenset({"b:read"})]
+CATALOG_NAMES = ["ab", "ab-c", "ab0", "crm", "hr", "x"]
+QUERIES = ["refund the invoice", "deploy and email the report", "sync_user_7 calendar", "ab0"]
+
+# One change: (catalog, tool count, seed) registers or replaces; a count of 0 deletes.
+changes = st.lists(
+    st.tuples(st.sampled_from(CATALOG_NAMES), st.integers(0, 6), st.integers(0, 10_000)),
+    min_size=1,
+    max_size=12,
+)
+
+
+def unit(rng: np.random.Generator, rows: int) -> NDArray[np.float32]:
+    vectors = rng.standard_normal((rows, DIMENSION)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def make_segment(space: SegmentSpace, catalog: str, count: int, seed: int) -> Segment:
+    rng = np.random.default_rng(seed)
+    entries, documents = [], []
+    for i in range(count):
+        words = " ".join(rng.choice(WORDS, size=4).tolist())
+        name = f"{rng.choice(WORDS)}_{i}" if i % 2 else f"sync_user_{i + seed % 3}"
+        tool = Tool(catalog=catalog, name=name, description=words, input_schema={})
+        entries.append(
+            IndexedTool(
+                tool=tool,
+                required_scopes=SCOPE_SETS[int(rng.integers(len(SCOPE_SETS)))],
+                function_name=f"{catalog}__{name}",
+                catalog_title=catalog,
+                catalog_version="1",
+                catalog_revision=1,
+            )
+        )
+        documents.append(f"{catalog}: {name} {words}")
+    keys = [f"{seed}-{i}" for i in range(count)]
+    return space.segment(catalog, entries, unit(rng, count), keys, documents)
+
+
+def answers(index: ToolIndex, visible: Visibility, scaling: Scaling) -> list[object]:
+    rng = np.random.default_rng(1)
+    found: list[object] = []
+    for query in QUERIES:
+        vectors = list(unit(rng, 2))
+        hits = index.search_hybrid(
+            [query, query], vectors, 10, levers=Levers(scaling=scaling), visible=visible
+        )
+        found.append([(h.entry.id, h.score, h.similarity) for h in hits])
+        dense = index.search(vectors[0], 5, visible=visible)
+        found.append([(h.entry.id, h.score) for h in dense])
+    found.append([index.get(e.id, visible) is not None for e in index.entries])
+    return found
+
+
+def only_a(required: frozenset[str]) -> bool:
+    return required <= {"a:read"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=changes, approximate=st.booleans(), scaling=st.sampled_from(list(Scaling)))
+def test_a_spliced_snapshot_ranks_exactly_like_one_built_from_scratch(
+    changes: list[tuple[str, int, int]], approximate: bool, scaling: Scaling
+) -> None:
+    space = SegmentSpace(DIMENSION)
+    partition = Partition.train(unit(np.random.default_rng(0), 64)) if approximate else None
+    live: dict[str, Segment] = {}
+    index = ToolIndex([], 0, space=space, partition=partition)
+    for generation, (catalog, count, seed) in enumerate(changes, start=1):
+        if count:
+            live[catalog] = make_segment(space, catalog, count, seed)
+        else:
+            live.pop(catalog, None)
+        index = ToolIndex(
+            list(live.values()), generation, space=space, partition=partition, previous=index
+        )
+        scratch = ToolIndex(list(live.values()), generation, space=space, partition=partition)
+        assert [e.id for e in index.entries] == [e.id for e in scratch.entries]
+        for visible in (everything, only_a):
+            assert answers(index, visible, scaling) == answers(scratch, visible, scaling)
+
+
+def test_a_one_catalog_change_is_spliced_and_the_old_snapshot_still_answers() -> None:
+    space = SegmentSpace(DIMENSION)
+    partition = Partition.train(unit(np.random.default_rng(0), 64))
+    segments = [make_segment(space, name, 6, seed) for seed, name in enumerate(CATALOG_NAMES)]
+    before = ToolIndex(segments, 1, space=space, partition=partition)
+    expected = answers(before, everything, Scaling.MEAN_MAX)
+    changed = [*segments[:-1], make_segment(space, CATALOG_NAMES[-1], 3, 99)]
+    after = ToolIndex(changed, 2, space=space, partition=partition, previous=before)
+    assert after.spliced
+    assert len(after) == len(before) - 3
+    assert answers(before, everything, Scaling.MEAN_MAX) == expected
