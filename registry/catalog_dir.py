@@ -56,18 +56,40 @@ class SyncReport:
     failed: dict[Path, str]
 
 
-def sync_folder(registry: Registry, folder: Path) -> SyncReport:
+@dataclass
+class SyncProgress:
+    """How far a folder sync has got (the readiness message reads it while the sync runs)."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+
+    def describe(self) -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return f"{self.done} of {self.total} catalog files registered{failed}"
+
+
+def sync_folder(
+    registry: Registry, folder: Path, progress: SyncProgress | None = None
+) -> SyncReport:
     """Registers every catalog file in `folder`; unchanged files cost no embedding.
 
-    A bad file is reported and skipped so one broken catalog cannot keep the rest down.
+    A bad file is reported and skipped so one broken catalog cannot keep the rest down. Each
+    file commits on its own, and the snapshot is rebuilt once, at the end.
     """
+    progress = progress or SyncProgress()
     registered = []
     failed: dict[Path, str] = {}
-    for path in catalog_files(folder):
-        try:
-            content = read_catalog_file(path)
-            registered.append(registry.register(content, name=request_name(path, content)))
-        except CatalogError as exc:
-            failed[path] = str(exc)
-            logger.error("not registered: %s: %s", path, exc)
+    files = catalog_files(folder)
+    progress.total = len(files)
+    with registry.bulk():
+        for path in files:
+            try:
+                content = read_catalog_file(path)
+                registered.append(registry.register(content, name=request_name(path, content)))
+            except CatalogError as exc:
+                failed[path] = str(exc)
+                progress.failed += 1
+                logger.error("not registered: %s: %s", path, exc)
+            progress.done += 1
     return SyncReport(registered, failed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -232,6 +232,13 @@ class RegistryClient:
     ) -> pb.RegisterCatalogResponse:
         request = pb.RegisterCatalogRequest(name=name, content=content, format=fmt)
         return self._call(self._stub.RegisterCatalog, request)
+
+    def register_catalogs(
+        self, entries: Sequence[pb.RegisterCatalogRequest]
+    ) -> pb.RegisterCatalogsResponse:
+        """Registers many catalogs in one call (see RegisterCatalogs): one result each."""
+        request = pb.RegisterCatalogsRequest(catalogs=list(entries))
+        return self._call(self._stub.RegisterCatalogs, request)
 
     def delete_catalog(self, name: str) -> pb.DeleteCatalogResponse:
         return self._call(self._stub.DeleteCatalog, pb.DeleteCatalogRequest(name=name))

@@ -57,6 +57,9 @@ class ServerConfig:
     catalogs_dir: Path | None = None
     # Keep catalogs_dir registered while serving: files added, changed or removed.
     watch: bool = False
+    # While catalogs_dir registers at start-up, answer from the store's snapshot (complete,
+    # possibly stale) instead of refusing data calls with UNAVAILABLE.
+    serve_stale: bool = False
     watch_interval: float = 1.0
     model_path: Path | None = None
     # Where the ONNX export of the model is kept (None: ~/.cache/capreg).

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from indexer.embedding import Embedder
+from indexer.errors import CapregError
 from indexer.evaluation.ablations import Retriever
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from registry.config import CatalogPolicy, SearchSettings
@@ -61,6 +62,20 @@ class Registry:
 
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         return self.writer.register(content, name=name, fmt=fmt)
+
+    def register_many(
+        self, entries: Sequence[tuple[str, str, str]]
+    ) -> list[RegisterOutcome | CapregError]:
+        """Registers each (content, name, format) on its own, rebuilding the snapshot once;
+        one outcome per entry, in order: what `register` returned, or the error it raised."""
+        outcomes: list[RegisterOutcome | CapregError] = []
+        with self.bulk():
+            for content, name, fmt in entries:
+                try:
+                    outcomes.append(self.register(content, name=name, fmt=fmt))
+                except CapregError as exc:
+                    outcomes.append(exc)
+        return outcomes
 
     def delete(self, name: str) -> tuple[int, int]:
         return self.writer.delete(name)

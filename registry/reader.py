@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
@@ -196,6 +196,8 @@ class Reader:
         self._queries = queries
         self._weak_score = weak_score
         self._snapshot: Snapshot | None = None
+        # While set, data calls are refused with what it says (an initial sync is running).
+        self._held: Callable[[], str] | None = None
         # Results are keyed by the caller's visibility class and the snapshot's generation,
         # so one caller's results never reach a caller who sees differently, nor outlive a
         # change.
@@ -207,15 +209,27 @@ class Reader:
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
         self._snapshot = snapshot
 
+    def hold(self, progress: Callable[[], str]) -> None:
+        """Refuses every read with NotReady naming `progress()` until `release`: the
+        snapshot may be incomplete (a folder still registering), and an answer from it would
+        look complete to the caller."""
+        self._held = progress
+
+    def release(self) -> None:
+        self._held = None
+
     @property
     def ready(self) -> bool:
-        return self._snapshot is not None
+        return self._snapshot is not None and self._held is None
 
     @property
     def snapshot(self) -> Snapshot:
+        held = self._held
+        if held is not None:
+            raise NotReady(f"the registry is loading ({held()}); retry shortly")
         snapshot = self._snapshot
         if snapshot is None:
-            raise NotReady("the index is loading; retry shortly")
+            raise NotReady("the registry is loading its stored catalogs; retry shortly")
         return snapshot
 
     @property

@@ -18,7 +18,7 @@ from prometheus_client import start_http_server
 from indexer.embedding import load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.auth import Authenticator
-from registry.catalog_dir import sync_folder
+from registry.catalog_dir import SyncProgress, sync_folder
 from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import CapregError
@@ -164,12 +164,17 @@ async def run_server(config: ServerConfig) -> bool:
         )
     else:
         logger.info("API keys and scopes enforced from %s", keys.path)
-    # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads.
+    # The server answers (UNAVAILABLE, health NOT_SERVING) while the index loads, and,
+    # unless stale answers are allowed, while the folder registers: a snapshot missing
+    # half the folder would answer as if it were complete.
+    progress = SyncProgress()
+    if config.catalogs_dir and not config.serve_stale:
+        registry.reader.hold(progress.describe)
     await asyncio.to_thread(registry.load)
     watcher = None
     if config.watch and config.catalogs_dir:
         watcher = FolderWatcher(registry, config.catalogs_dir)
-        scan = await asyncio.to_thread(watcher.scan_once)
+        scan = await asyncio.to_thread(watcher.scan_once, progress)
         logger.info(
             "catalogs in %s: %d registered (%d tools embedded), %d failed; watching for changes",
             config.catalogs_dir,
@@ -178,7 +183,7 @@ async def run_server(config: ServerConfig) -> bool:
             len(scan.failed),
         )
     elif config.catalogs_dir:
-        report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir)
+        report = await asyncio.to_thread(sync_folder, registry, config.catalogs_dir, progress)
         embedded = sum(r.embedded for r in report.registered)
         logger.info(
             "catalogs in %s: %d registered (%d tools embedded), %d failed",
@@ -187,6 +192,7 @@ async def run_server(config: ServerConfig) -> bool:
             embedded,
             len(report.failed),
         )
+    registry.reader.release()
     mark_serving(health)
     logger.info(
         "capreg serving %d tools on %s (ready in %.1fs, db %s)",

@@ -7,14 +7,15 @@ import json
 
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
-from registry.core import Registry, SearchOutcome
-from registry.errors import CapregError
+from registry.core import RegisterOutcome, Registry, SearchOutcome
+from registry.errors import CapregError, InvalidRequest
 from registry.lanes import Lanes
 from registry.logs import audit
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants, Principal
-from registry.status import Context, mapped
+from registry.status import Context, mapped, status_for
+from registry.wire import MAX_BATCH_CATALOGS
 
 
 def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
@@ -52,6 +53,52 @@ def search_response(outcome: SearchOutcome) -> pb.SearchResponse:
         index_generation=outcome.generation,
         weak_match=outcome.weak_match,
         cached=outcome.cached,
+    )
+
+
+def registered_response(outcome: RegisterOutcome) -> pb.RegisterCatalogResponse:
+    return pb.RegisterCatalogResponse(
+        catalog=outcome.catalog,
+        added=outcome.added,
+        updated=outcome.updated,
+        removed=outcome.removed,
+        unchanged=outcome.unchanged,
+        version=outcome.version,
+        revision=outcome.revision,
+        index_generation=outcome.generation,
+        embedded=outcome.embedded,
+        warnings=list(outcome.warnings),
+        assigned_scope=outcome.assigned_scope,
+    )
+
+
+def _digest(request: pb.RegisterCatalogRequest) -> str:
+    return hashlib.sha256(request.content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def audit_registered(
+    principal: Principal, request: pb.RegisterCatalogRequest, outcome: RegisterOutcome
+) -> None:
+    audit(
+        "register",
+        principal=principal.name,
+        catalog=outcome.catalog,
+        revision=outcome.revision,
+        generation=outcome.generation,
+        digest=_digest(request),
+        added=outcome.added,
+        updated=outcome.updated,
+        removed=outcome.removed,
+    )
+
+
+def audit_refused(principal: Principal, request: pb.RegisterCatalogRequest, exc: Exception) -> None:
+    audit(
+        "register_refused",
+        principal=principal.name,
+        catalog=request.name[:64],
+        digest=_digest(request),
+        reason=type(exc).__name__,
     )
 
 
@@ -98,7 +145,6 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     ) -> pb.RegisterCatalogResponse:
         principal = self._principal(context)
         require_admin(principal)
-        digest = hashlib.sha256(request.content.encode("utf-8", "surrogatepass")).hexdigest()
         try:
             outcome = await self._lanes.write(
                 context,
@@ -108,37 +154,38 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                 fmt=request.format,
             )
         except CapregError as exc:
-            audit(
-                "register_refused",
-                principal=principal.name,
-                catalog=request.name[:64],
-                digest=digest[:16],
-                reason=type(exc).__name__,
-            )
+            audit_refused(principal, request, exc)
             raise
-        audit(
-            "register",
-            principal=principal.name,
-            catalog=outcome.catalog,
-            revision=outcome.revision,
-            generation=outcome.generation,
-            digest=digest[:16],
-            added=outcome.added,
-            updated=outcome.updated,
-            removed=outcome.removed,
-        )
-        return pb.RegisterCatalogResponse(
-            catalog=outcome.catalog,
-            added=outcome.added,
-            updated=outcome.updated,
-            removed=outcome.removed,
-            unchanged=outcome.unchanged,
-            version=outcome.version,
-            revision=outcome.revision,
-            index_generation=outcome.generation,
-            embedded=outcome.embedded,
-            warnings=list(outcome.warnings),
-            assigned_scope=outcome.assigned_scope,
+        audit_registered(principal, request, outcome)
+        return registered_response(outcome)
+
+    @mapped
+    async def RegisterCatalogs(
+        self, request: pb.RegisterCatalogsRequest, context: Context
+    ) -> pb.RegisterCatalogsResponse:
+        principal = self._principal(context)
+        require_admin(principal)
+        if len(request.catalogs) > MAX_BATCH_CATALOGS:
+            raise InvalidRequest(
+                f"catalogs: at most {MAX_BATCH_CATALOGS} per call (got {len(request.catalogs)});"
+                " split the batch"
+            )
+        entries = [(c.content, c.name, c.format) for c in request.catalogs]
+        outcomes = await self._lanes.write(context, self._registry.register_many, entries)
+        results = []
+        for entry, outcome in zip(request.catalogs, outcomes, strict=True):
+            if isinstance(outcome, RegisterOutcome):
+                audit_registered(principal, entry, outcome)
+                results.append(pb.RegisterCatalogResult(registered=registered_response(outcome)))
+            else:
+                audit_refused(principal, entry, outcome)
+                code, message = status_for(outcome)
+                failure = pb.CatalogFailure(code=code.name, message=message, name=entry.name)
+                results.append(pb.RegisterCatalogResult(failed=failure))
+        generations = [o.generation for o in outcomes if isinstance(o, RegisterOutcome)]
+        return pb.RegisterCatalogsResponse(
+            results=results,
+            index_generation=max(generations, default=self._registry.writer.generation),
         )
 
     @mapped

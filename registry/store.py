@@ -24,7 +24,13 @@ from numpy.typing import NDArray
 from indexer.errors import CapregError
 from indexer.model import Catalog, CatalogFormat, Tool
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Each step takes a store from the version before it to its own.
+_MIGRATIONS = {
+    # The digest of the file a catalog was last registered from: a restart recognises an
+    # unchanged file without parsing it again.
+    2: "ALTER TABLE catalogs ADD COLUMN source_digest TEXT NOT NULL DEFAULT ''",
+}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -38,7 +44,8 @@ CREATE TABLE IF NOT EXISTS catalogs (
     format TEXT NOT NULL,
     default_scopes TEXT NOT NULL,
     revision INTEGER NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    source_digest TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS tools (
     catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
@@ -83,6 +90,8 @@ class StoredCatalog:
     catalog: Catalog
     revision: int
     tools: tuple[StoredTool, ...]
+    # What the catalog was last registered from (see Writer.register); "" when unknown.
+    source_digest: str = ""
 
 
 def _tool_to_json(tool: Tool) -> str:
@@ -135,15 +144,32 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
+            if version > SCHEMA_VERSION:
                 raise StoreError(
-                    f"{path} has schema version {version}; this capreg reads {SCHEMA_VERSION}"
+                    f"{path} has schema version {version}, newer than this capreg's "
+                    f"{SCHEMA_VERSION}: run a newer capreg, or a copy of the store from "
+                    "before the upgrade"
                 )
-            self._db.executescript(_SCHEMA)
+            if version == 0:
+                self._db.executescript(_SCHEMA)
+            else:
+                self._migrate(version)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {path}: {exc}") from exc
         self._lock = threading.Lock()
+
+    def _migrate(self, version: int) -> None:
+        """Brings a store of `version` up to date, in one transaction."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                self._db.execute(_MIGRATIONS[step])
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -179,8 +205,8 @@ class Store:
         """Every stored catalog with its tools (used at start-up)."""
         with self._lock:
             catalog_rows = self._db.execute(
-                "SELECT name, title, description, version, format, default_scopes, revision "
-                "FROM catalogs ORDER BY name"
+                "SELECT name, title, description, version, format, default_scopes, revision,"
+                " source_digest FROM catalogs ORDER BY name"
             ).fetchall()
             tool_rows = self._db.execute(
                 "SELECT catalog, name, data, function_name, revision "
@@ -196,7 +222,7 @@ class Store:
                 )
             )
         result = []
-        for name, title, description, version, fmt, scopes, revision in catalog_rows:
+        for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
             tools = tuple(by_catalog.get(name, ()))
             catalog = Catalog(
                 name=name,
@@ -207,7 +233,9 @@ class Store:
                 default_scopes=frozenset(json.loads(scopes)),
                 format=CatalogFormat(fmt),
             )
-            result.append(StoredCatalog(catalog=catalog, revision=revision, tools=tools))
+            result.append(
+                StoredCatalog(catalog=catalog, revision=revision, tools=tools, source_digest=digest)
+            )
         return result
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
@@ -270,6 +298,8 @@ class Store:
         tools: Iterable[StoredTool],
         model: str,
         new_vectors: Mapping[str, NDArray[np.float32]],
+        *,
+        source_digest: str = "",
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
         generation."""
@@ -279,11 +309,12 @@ class Store:
             db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
             db.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+                " revision, updated_at, source_digest) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
-                " revision=excluded.revision, updated_at=excluded.updated_at",
+                " revision=excluded.revision, updated_at=excluded.updated_at,"
+                " source_digest=excluded.source_digest",
                 (
                     catalog.name,
                     catalog.title,
@@ -293,6 +324,7 @@ class Store:
                     json.dumps(sorted(catalog.default_scopes)),
                     revision,
                     now,
+                    source_digest,
                 ),
             )
             db.executemany(
@@ -311,6 +343,11 @@ class Store:
                 ],
             )
             return self._bump_generation(db)
+
+    def set_source_digest(self, name: str, digest: str) -> None:
+        """Records another source that gives the same catalog (no generation change)."""
+        with self._transaction() as db:
+            db.execute("UPDATE catalogs SET source_digest=? WHERE name=?", (digest, name))
 
     def delete_catalog(self, name: str) -> int | None:
         """Removes the catalog and its tools; returns the new generation, or None if absent."""

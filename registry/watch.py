@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.formats import CatalogError
-from registry.catalog_dir import catalog_files, read_catalog_file, request_name
+from registry.catalog_dir import SyncProgress, catalog_files, read_catalog_file, request_name
 from registry.core import RegisterOutcome, Registry
 from registry.errors import CatalogNotFound
 
@@ -60,7 +60,7 @@ class FolderWatcher:
     def catalogs(self) -> dict[Path, str]:
         return dict(self._owners)
 
-    def scan_once(self) -> ScanReport:
+    def scan_once(self, progress: SyncProgress | None = None) -> ScanReport:
         """One bounded pass over the folder: changed files, then vanished ones.
 
         Registering before deleting means a file renamed in one step keeps its catalog
@@ -70,15 +70,22 @@ class FolderWatcher:
         current = self._stamps()
         if current is None:
             return report
-        for path, stamp in current.items():
-            if self._seen.get(path) != stamp:
+        changed = [path for path, stamp in current.items() if self._seen.get(path) != stamp]
+        if progress is not None:
+            progress.total = len(changed)
+        # One snapshot for the whole pass, however many files changed.
+        with self._registry.bulk():
+            for path in changed:
                 self._register(path, report)
-                self._seen[path] = stamp
-        for path in sorted(set(self._seen) - set(current)):
-            del self._seen[path]
-            name = self._owners.pop(path, None)
-            if name is not None:
-                self._drop(name, path, report)
+                self._seen[path] = current[path]
+                if progress is not None:
+                    progress.done += 1
+                    progress.failed = len(report.failed)
+            for path in sorted(set(self._seen) - set(current)):
+                del self._seen[path]
+                name = self._owners.pop(path, None)
+                if name is not None:
+                    self._drop(name, path, report)
         return report
 
     async def run(self, stop: asyncio.Event, interval: float = DEFAULT_INTERVAL) -> None:

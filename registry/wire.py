@@ -16,6 +16,8 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 32_000
 # GetSchema: ids per call.
 MAX_IDS = 50
+# Catalogs in one RegisterCatalogs call (all of them within MAX_MESSAGE_BYTES).
+MAX_BATCH_CATALOGS = 1_000
 # Every name a request carries is bounded before any work is done with it: a catalog name is
 # at most 64 characters and a tool name 128, so an id ('<catalog>/<tool>') at most 193.
 MAX_CATALOG_NAME_CHARS = 64

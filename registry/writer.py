@@ -178,7 +178,11 @@ class Writer:
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
-            self._sources, self._source_of = {}, {}
+            # A file registered before the restart is recognised without parsing it again.
+            self._source_of = {
+                name: c.stored.source_digest for name, c in live.items() if c.stored.source_digest
+            }
+            self._sources = {digest: name for name, digest in self._source_of.items()}
             self._function_owners = {
                 t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
             }
@@ -193,6 +197,11 @@ class Writer:
             time.perf_counter() - started,
             embedded,
         )
+
+    @property
+    def generation(self) -> int:
+        """The generation of the last change (NotReady while loading)."""
+        return self._current_generation()
 
     def _current_generation(self) -> int:
         generation = self._generation
@@ -212,7 +221,10 @@ class Writer:
             )
         if len(fmt) > MAX_FORMAT_CHARS:
             raise InvalidRequest(f"format: at most {MAX_FORMAT_CHARS} characters (got {len(fmt)})")
-        digest = hashlib.sha256(f"{name}\0{fmt}\0{content}".encode()).hexdigest()
+        # The policy is part of what a source means: after a restart with another default
+        # scope, the same bytes register differently.
+        policy = f"{self._default_scope}\0{self._refuse_poisoning}"
+        digest = hashlib.sha256(f"{name}\0{fmt}\0{policy}\0{content}".encode()).hexdigest()
         with self._lock:
             unchanged = self._unchanged_source(digest)
             if unchanged is not None:
@@ -223,7 +235,9 @@ class Writer:
         if self._refuse_poisoning and poisoning:
             raise CatalogError(catalog.name, poisoning, catalog)
         with self._lock:
-            outcome = replace(self._replace(catalog), warnings=warnings, assigned_scope=assigned)
+            outcome = replace(
+                self._replace(catalog, digest), warnings=warnings, assigned_scope=assigned
+            )
             self._forget_source(catalog.name)
             self._sources[digest] = catalog.name
             self._source_of[catalog.name] = digest
@@ -271,7 +285,7 @@ class Writer:
         if digest is not None:
             self._sources.pop(digest, None)
 
-    def _replace(self, catalog: Catalog) -> RegisterOutcome:
+    def _replace(self, catalog: Catalog, digest: str = "") -> RegisterOutcome:
         current = self._live.get(catalog.name)
         old = {t.tool.name: t for t in current.stored.tools} if current else {}
         names = [function_name(catalog.name, tool.name) for tool in catalog.tools]
@@ -296,6 +310,9 @@ class Writer:
             _catalog_facts(catalog)
         )
         if current is not None and not (changed or removed or facts_changed):
+            if digest and current.stored.source_digest != digest:
+                self._store.set_source_digest(catalog.name, digest)
+                current.stored = replace(current.stored, source_digest=digest)
             return self._nothing_changed(current.stored, unchanged)
 
         revision = current.stored.revision + 1 if current else 1
@@ -310,12 +327,19 @@ class Writer:
         )
         new_vectors = self._embed_missing(dict(zip(hashes, texts, strict=True)))
         generation = self._store.replace_catalog(
-            catalog, revision, stored_tools, self._embedder.model_id, new_vectors
+            catalog,
+            revision,
+            stored_tools,
+            self._embedder.model_id,
+            new_vectors,
+            source_digest=digest,
         )
         self._vectors.update(new_vectors)
         if current is not None:
             self._forget_functions(current)
-        stored = StoredCatalog(catalog=catalog, revision=revision, tools=stored_tools)
+        stored = StoredCatalog(
+            catalog=catalog, revision=revision, tools=stored_tools, source_digest=digest
+        )
         self._live[catalog.name] = _Live(stored=stored, documents=tuple(texts), doc_hashes=hashes)
         self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
         before = _scope_sets(current.stored) if current is not None else set()

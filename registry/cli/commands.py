@@ -18,7 +18,7 @@ from registry.catalog_dir import read_catalog_file, request_name
 from registry.cli.errors import CommandError
 from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
 from registry.proto import registry_pb2 as pb
-from registry.wire import DEFAULT_LISTEN
+from registry.wire import DEFAULT_LISTEN, MAX_BATCH_CATALOGS
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -74,27 +74,83 @@ def print_json(message: Any) -> None:
     )
 
 
+# One RegisterCatalogs call carries at most this much catalog text (under the message cap).
+BATCH_BYTES = 32 * 1024 * 1024
+
+
 def cmd_register(args: argparse.Namespace) -> int:
-    for file in args.files:
-        path = Path(file)
-        try:
-            content = read_catalog_file(path)
-        except CatalogError as exc:
-            raise CommandError(f"cannot register {path}: {'; '.join(exc.problems)}") from exc
+    """One file: RegisterCatalog. Several: RegisterCatalogs, in batches, one index rebuild
+    per batch; every file is reported, and the exit status is 1 when any failed."""
+    if len(args.files) > 1 and args.name:
+        raise CommandError("--name names one catalog: give it with a single file")
+    if len(args.files) == 1:
+        path = Path(args.files[0])
+        content = _read(path)
         name = args.name or request_name(path, content, args.format)
         with open_client(args) as client:
             reply = call(client.register_catalog, content, name=name, fmt=args.format)
-        if args.json:
-            print_json(reply)
-            continue
-        print(
-            f"{reply.catalog}: {reply.added} added, {reply.updated} updated, "
-            f"{reply.removed} removed, {reply.unchanged} unchanged "
-            f"(revision {reply.revision}, {reply.embedded} embedded, "
-            f"index generation {reply.index_generation})"
-        )
-        print_registration_notes(reply)
-    return 0
+        _print_registered(args, reply)
+        return 0
+    failed = 0
+    batch: list[tuple[Path, pb.RegisterCatalogRequest]] = []
+    size = 0
+    with open_client(args) as client:
+        for file in args.files:
+            path = Path(file)
+            try:
+                content = _read(path)
+            except CommandError as exc:
+                print(f"FAILED {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            if batch and (len(batch) >= MAX_BATCH_CATALOGS or size + len(content) > BATCH_BYTES):
+                failed += _send(args, client, batch)
+                batch, size = [], 0
+            name = request_name(path, content, args.format)
+            batch.append(
+                (path, pb.RegisterCatalogRequest(name=name, content=content, format=args.format))
+            )
+            size += len(content)
+        if batch:
+            failed += _send(args, client, batch)
+    return 1 if failed else 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_catalog_file(path)
+    except CatalogError as exc:
+        raise CommandError(f"cannot register {path}: {'; '.join(exc.problems)}") from exc
+
+
+def _send(
+    args: argparse.Namespace,
+    client: RegistryClient,
+    batch: list[tuple[Path, pb.RegisterCatalogRequest]],
+) -> int:
+    """Registers one batch; prints each outcome and returns how many failed."""
+    reply = call(client.register_catalogs, [request for _, request in batch])
+    failed = 0
+    for (path, _), result in zip(batch, reply.results, strict=True):
+        if result.HasField("registered"):
+            _print_registered(args, result.registered)
+        else:
+            failed += 1
+            print(f"FAILED {path}: {result.failed.code}: {result.failed.message}", file=sys.stderr)
+    return failed
+
+
+def _print_registered(args: argparse.Namespace, reply: pb.RegisterCatalogResponse) -> None:
+    if args.json:
+        print_json(reply)
+        return
+    print(
+        f"{reply.catalog}: {reply.added} added, {reply.updated} updated, "
+        f"{reply.removed} removed, {reply.unchanged} unchanged "
+        f"(revision {reply.revision}, {reply.embedded} embedded, "
+        f"index generation {reply.index_generation})"
+    )
+    print_registration_notes(reply)
 
 
 def print_registration_notes(reply: pb.RegisterCatalogResponse) -> None:

@@ -81,6 +81,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         ),
         progress=sys.stderr.isatty(),
         watch=args.watch,
+        serve_stale=args.serve_stale,
         metrics_listen=args.metrics,
         read_workers=args.read_workers,
         catalogs=CatalogPolicy(
@@ -166,6 +167,12 @@ def add_parser(commands: Any) -> None:
     )
     serve.add_argument(
         "--watch", action="store_true", help="register, update and delete as --catalogs changes"
+    )
+    serve.add_argument(
+        "--serve-stale",
+        action="store_true",
+        help="while --catalogs registers at start-up, answer from the catalogs already "
+        "stored (complete but possibly stale) instead of UNAVAILABLE",
     )
     serve.add_argument(
         "--watch-interval",

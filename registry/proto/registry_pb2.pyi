@@ -353,6 +353,109 @@ class RegisterCatalogResponse(_message.Message):
 Global___RegisterCatalogResponse: _TypeAlias = RegisterCatalogResponse  # noqa: Y015
 
 @_typing.final
+class RegisterCatalogsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CATALOGS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def catalogs(self) -> _containers.RepeatedCompositeFieldContainer[Global___RegisterCatalogRequest]: ...
+    def __init__(
+        self,
+        *,
+        catalogs: _abc.Iterable[Global___RegisterCatalogRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalogs", b"catalogs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterCatalogsRequest: _TypeAlias = RegisterCatalogsRequest  # noqa: Y015
+
+@_typing.final
+class RegisterCatalogsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    INDEX_GENERATION_FIELD_NUMBER: _builtins.int
+    index_generation: _builtins.int
+    """The generation that answers once every catalog of this call is in (as
+    RegisterCatalogResponse.index_generation).
+    """
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___RegisterCatalogResult]:
+        """One per request entry, in the same order."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___RegisterCatalogResult] | None = ...,
+        index_generation: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["index_generation", b"index_generation", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterCatalogsResponse: _TypeAlias = RegisterCatalogsResponse  # noqa: Y015
+
+@_typing.final
+class RegisterCatalogResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REGISTERED_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def registered(self) -> Global___RegisterCatalogResponse: ...
+    @_builtins.property
+    def failed(self) -> Global___CatalogFailure:
+        """Why this catalog was not registered: what RegisterCatalog would have failed with."""
+
+    def __init__(
+        self,
+        *,
+        registered: Global___RegisterCatalogResponse | None = ...,
+        failed: Global___CatalogFailure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failed", b"failed", "outcome", b"outcome", "registered", b"registered"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failed", b"failed", "outcome", b"outcome", "registered", b"registered"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["registered", "failed"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___RegisterCatalogResult: _TypeAlias = RegisterCatalogResult  # noqa: Y015
+
+@_typing.final
+class CatalogFailure(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """The gRPC status code name RegisterCatalog would have returned ("INVALID_ARGUMENT")."""
+    message: _builtins.str
+    name: _builtins.str
+    """The request entry's name ("" when the content named the catalog)."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        message: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CatalogFailure: _TypeAlias = CatalogFailure  # noqa: Y015
+
+@_typing.final
 class DeleteCatalogRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

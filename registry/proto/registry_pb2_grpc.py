@@ -49,6 +49,11 @@ class CapabilityRegistryStub:
                 request_serializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogRequest.SerializeToString,
                 response_deserializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogResponse.FromString,
                 _registered_method=True)
+        self.RegisterCatalogs = channel.unary_unary(
+                '/capreg.v1.CapabilityRegistry/RegisterCatalogs',
+                request_serializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogsRequest.SerializeToString,
+                response_deserializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogsResponse.FromString,
+                _registered_method=True)
         self.DeleteCatalog = channel.unary_unary(
                 '/capreg.v1.CapabilityRegistry/DeleteCatalog',
                 request_serializer=capreg_dot_v1_dot_registry__pb2.DeleteCatalogRequest.SerializeToString,
@@ -87,6 +92,16 @@ class CapabilityRegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterCatalogs(self, request, context):
+        """Registers up to 1,000 catalogs in one call (a sync job's path). Each catalog commits or
+        fails on its own, exactly as RegisterCatalog would; the search index is rebuilt once,
+        after the last. The response has one result per request entry, in order. The call
+        itself fails only for what concerns all of it (credentials, size, too many entries).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteCatalog(self, request, context):
         """Removes a catalog and all its tools.
         """
@@ -118,6 +133,11 @@ def add_CapabilityRegistryServicer_to_server(servicer, server):
                     servicer.RegisterCatalog,
                     request_deserializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogRequest.FromString,
                     response_serializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogResponse.SerializeToString,
+            ),
+            'RegisterCatalogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterCatalogs,
+                    request_deserializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogsRequest.FromString,
+                    response_serializer=capreg_dot_v1_dot_registry__pb2.RegisterCatalogsResponse.SerializeToString,
             ),
             'DeleteCatalog': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteCatalog,
@@ -211,6 +231,33 @@ class CapabilityRegistry:
             '/capreg.v1.CapabilityRegistry/RegisterCatalog',
             capreg_dot_v1_dot_registry__pb2.RegisterCatalogRequest.SerializeToString,
             capreg_dot_v1_dot_registry__pb2.RegisterCatalogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterCatalogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capreg.v1.CapabilityRegistry/RegisterCatalogs',
+            capreg_dot_v1_dot_registry__pb2.RegisterCatalogsRequest.SerializeToString,
+            capreg_dot_v1_dot_registry__pb2.RegisterCatalogsResponse.FromString,
             options,
             channel_credentials,
             insecure,

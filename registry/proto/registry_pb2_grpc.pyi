@@ -55,6 +55,12 @@ class CapabilityRegistryStub:
     """Registers or replaces a catalog as a whole. The catalog is validated before anything is
     stored; a bad catalog leaves the registry exactly as it was.
     """
+    RegisterCatalogs: _grpc.UnaryUnaryMultiCallable[_registry_pb2.RegisterCatalogsRequest, _registry_pb2.RegisterCatalogsResponse]
+    """Registers up to 1,000 catalogs in one call (a sync job's path). Each catalog commits or
+    fails on its own, exactly as RegisterCatalog would; the search index is rebuilt once,
+    after the last. The response has one result per request entry, in order. The call
+    itself fails only for what concerns all of it (credentials, size, too many entries).
+    """
     DeleteCatalog: _grpc.UnaryUnaryMultiCallable[_registry_pb2.DeleteCatalogRequest, _registry_pb2.DeleteCatalogResponse]
     """Removes a catalog and all its tools."""
     ListCatalogs: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListCatalogsRequest, _registry_pb2.ListCatalogsResponse]
@@ -72,6 +78,12 @@ class CapabilityRegistryAsyncStub(CapabilityRegistryStub):
     RegisterCatalog: _aio.UnaryUnaryMultiCallable[_registry_pb2.RegisterCatalogRequest, _registry_pb2.RegisterCatalogResponse]  # type: ignore[assignment]
     """Registers or replaces a catalog as a whole. The catalog is validated before anything is
     stored; a bad catalog leaves the registry exactly as it was.
+    """
+    RegisterCatalogs: _aio.UnaryUnaryMultiCallable[_registry_pb2.RegisterCatalogsRequest, _registry_pb2.RegisterCatalogsResponse]  # type: ignore[assignment]
+    """Registers up to 1,000 catalogs in one call (a sync job's path). Each catalog commits or
+    fails on its own, exactly as RegisterCatalog would; the search index is rebuilt once,
+    after the last. The response has one result per request entry, in order. The call
+    itself fails only for what concerns all of it (credentials, size, too many entries).
     """
     DeleteCatalog: _aio.UnaryUnaryMultiCallable[_registry_pb2.DeleteCatalogRequest, _registry_pb2.DeleteCatalogResponse]  # type: ignore[assignment]
     """Removes a catalog and all its tools."""
@@ -105,6 +117,18 @@ class CapabilityRegistryServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_registry_pb2.RegisterCatalogResponse, _abc.Awaitable[_registry_pb2.RegisterCatalogResponse]]:
         """Registers or replaces a catalog as a whole. The catalog is validated before anything is
         stored; a bad catalog leaves the registry exactly as it was.
+        """
+
+    @_abc_1.abstractmethod
+    def RegisterCatalogs(
+        self,
+        request: _registry_pb2.RegisterCatalogsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_registry_pb2.RegisterCatalogsResponse, _abc.Awaitable[_registry_pb2.RegisterCatalogsResponse]]:
+        """Registers up to 1,000 catalogs in one call (a sync job's path). Each catalog commits or
+        fails on its own, exactly as RegisterCatalog would; the search index is rebuilt once,
+        after the last. The response has one result per request entry, in order. The call
+        itself fails only for what concerns all of it (credentials, size, too many entries).
         """
 
     @_abc_1.abstractmethod

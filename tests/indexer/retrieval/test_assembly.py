@@ -30,7 +30,7 @@ changes = st.lists(
 
 def unit(rng: np.random.Generator, rows: int) -> NDArray[np.float32]:
     vectors = rng.standard_normal((rows, DIMENSION)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), dtype=np.float32)
 
 
 def make_segment(space: SegmentSpace, catalog: str, count: int, seed: int) -> Segment:
