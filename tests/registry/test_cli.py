@@ -141,3 +141,33 @@ def test_a_bad_backend_or_index_threshold_is_named_before_anything_is_opened(
     assert result.returncode == 2
     assert "--approximate-from: '0' is not a whole number of tools >= 1" in result.stderr
     assert not db.exists()
+
+
+def test_many_files_register_in_one_batch_and_each_failure_is_named(
+    served: Served, tmp_path: Path
+) -> None:
+    good = []
+    for name in ("batch-a", "batch-b"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text((DATA / "mini.yaml").read_text().replace("name: mini", f"name: {name}"))
+        good.append(str(path))
+    invalid = tmp_path / "invalid.yaml"
+    invalid.write_text("capreg: 1\nname: invalid\ntools: 7\n")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    result = _capreg(
+        "register", *good, str(invalid), str(latin), "--server", served.address, key=served.admin
+    )
+    assert result.returncode == 1
+    assert "batch-a: 3 added" in result.stdout
+    assert "batch-b: 3 added" in result.stdout
+    assert f"FAILED {invalid}: INVALID_ARGUMENT" in result.stderr
+    assert "UTF-8" in result.stderr
+    for name in ("batch-a", "batch-b"):
+        assert _capreg("delete", name, "--server", served.address, key=served.admin).returncode == 0
+    assert (
+        "--name names one catalog"
+        in _capreg(
+            "register", *good, "--name", "x", "--server", served.address, key=served.admin
+        ).stderr
+    )
