@@ -56,9 +56,12 @@ eval: $(STAMP)
 	done
 	$(PY) -m bench.summary
 
-# Latency, throughput, floor, registration, start-up and memory at 1k, 10k and 100k tools.
+# Latency, throughput, floor, registration, start-up and memory at 1k, 10k and 100k tools;
+# then registration at scale (a thousand-plus catalog files, and 10k tools split 100 to
+# 5,000 ways), into the same report.
 bench: $(STAMP)
 	$(PY) -m bench.performance
+	$(PY) -m bench.registration
 
 # recall@5 of the int8 model and the IVF index against the exact float32 path, every set.
 fast-paths: $(STAMP)

@@ -101,18 +101,24 @@ def build(registry: Registry, tools: list[PoolTool], size: int) -> dict[str, Any
         for name, content in sources:
             registry.register(content, name=name, fmt="native")
     warm_s = time.perf_counter() - started
-    name, content = sources[0]
-    document = json.loads(content)
-    document["tools"][0]["description"] += f" (revised {time.time_ns()})"
-    started = time.perf_counter()
-    changed = registry.register(json.dumps(document), name=name, fmt="native")
-    one_s = time.perf_counter() - started
+    # One-tool changes to catalogs spread over the id order (the first after a bulk load,
+    # then four more): the snapshot is spliced from the previous one each time.
+    changes = []
+    for position in range(0, len(sources), max(1, len(sources) // 5))[:5]:
+        name, content = sources[position]
+        document = json.loads(content)
+        document["tools"][0]["description"] += f" (revised {time.time_ns()})"
+        started = time.perf_counter()
+        changed = registry.register(json.dumps(document), name=name, fmt="native")
+        changes.append(time.perf_counter() - started)
     return {
         "size": size,
         "load_s": load_s,
         "embedded": embedded,
         "warm_s": warm_s,
-        "one_change_s": one_s,
+        "one_change_s": statistics.median(changes),
+        "one_change_first_s": changes[0],
+        "one_change_max_s": max(changes),
         "one_change_embedded": changed.embedded,
     }
 
@@ -338,6 +344,13 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
             " s",
         )
         add("RSS at 100k <= 1,500 MB", r["rss_mb"], r["rss_mb"] <= 1500, "vectors and tools", " MB")
+        add(
+            "one-tool change at 100k <= 0.3 s (median of 5)",
+            r["one_change_s"],
+            r["one_change_s"] <= 0.3,
+            "copying the IVF lists and BM25 postings once per change",
+            " s",
+        )
     return lines
 
 
@@ -390,13 +403,15 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     lines += [
         "",
         "| tools | cold registration tools/s | load (s, tools embedded) | warm re-registration s "
-        "| one-tool change s (embedded) |",
+        "| one-tool change s: median of 5 / first / max (embedded) |",
         "| --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['size']:,} | {f(r['cold_tools_per_s'])} | {f(r['load_s'])} ({r['embedded']:,}) "
-            f"| {f(r['warm_s'], 2)} | {f(r['one_change_s'], 2)} ({r['one_change_embedded']}) |"
+            f"| {f(r['warm_s'], 2)} | {f(r['one_change_s'], 2)} / "
+            f"{f(r['one_change_first_s'], 2)} / {f(r['one_change_max_s'], 2)} "
+            f"({r['one_change_embedded']}) |"
         )
     lines += ["", *target_lines(rows)]
     lines.append("")

@@ -75,4 +75,6 @@ class Catalog:
     format: CatalogFormat = CatalogFormat.NATIVE
 
     def required_scopes(self, tool: Tool) -> frozenset[str]:
-        return self.default_scopes | tool.scopes
+        # The catalog's own set when the tool adds none: one object (its hash computed once)
+        # for most of a catalog's tools.
+        return self.default_scopes | tool.scopes if tool.scopes else self.default_scopes

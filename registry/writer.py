@@ -28,7 +28,7 @@ from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
-from indexer.retrieval.segment import Segment, SegmentSpace
+from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
@@ -467,7 +467,7 @@ class Writer:
             self._deferred = generation
             return 0
         live = list(self._live.values())
-        segments = [self._segment(catalog) for catalog in live]
+        segments = self._segments(live)
         size = sum(len(segment) for segment in segments)
         partition = self._partition_for(segments, size) if size >= self._approximate_from else None
         previous = self._index
@@ -485,19 +485,27 @@ class Writer:
         self._generation = generation
         return size
 
-    def _segment(self, catalog: _Live) -> Segment:
-        if catalog.segment is None:
+    def _segments(self, catalogs: Sequence[_Live]) -> list[Segment]:
+        """Each catalog's segment, making those not made yet together."""
+        new = [catalog for catalog in catalogs if catalog.segment is None]
+        if new:
             dimension = self._embedder.dimension
-            rows = [self._vectors[doc_hash] for doc_hash in catalog.doc_hashes]
-            matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
-            catalog.segment = self._space.segment(
-                catalog.stored.catalog.name,
-                catalog.entries,
-                matrix,
-                catalog.doc_hashes,
-                catalog.documents,
-            )
-        return catalog.segment
+            sources = []
+            for catalog in new:
+                rows = [self._vectors[doc_hash] for doc_hash in catalog.doc_hashes]
+                matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+                sources.append(
+                    SegmentSource(
+                        catalog.stored.catalog.name,
+                        catalog.entries,
+                        matrix,
+                        catalog.doc_hashes,
+                        catalog.documents,
+                    )
+                )
+            for catalog, segment in zip(new, self._space.segments(sources), strict=True):
+                catalog.segment = segment
+        return [catalog.segment for catalog in catalogs if catalog.segment is not None]
 
     def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:
         """The IVF partition for a corpus this size: the current one, the stored one, or a new

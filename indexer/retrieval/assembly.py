@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from typing import TypeVar
@@ -27,6 +28,8 @@ from indexer.retrieval.vector_index import Partition, VectorIndex
 # much and patch more.
 SPLICE_SHARE = 0.5
 Scalar = TypeVar("Scalar", bound=np.generic)
+# Files the name lookups of whole builds, one at a time, off the builder's thread.
+_FILING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capreg-literals")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -39,7 +42,9 @@ class Assembly:
     entries: tuple[IndexedTool, ...]
     vectors: VectorIndex
     bm25: ArrayBM25
-    literals: Literals
+    # The name lookup, or the thread still filing it (a whole build files every name:
+    # pure Python, ~0.5 s at 100k tools, so serving starts without waiting for it).
+    filing: Literals | Future[Literals]
     scope_sets: tuple[frozenset[str], ...]
     scope_codes: NDArray[np.int32]
     catalogs: dict[str, int]
@@ -47,6 +52,12 @@ class Assembly:
     # Unit centroid per catalog code.
     centroids: NDArray[np.float32]
     spliced: bool
+
+    @property
+    def literals(self) -> Literals:
+        """The name lookup (waits for the filing thread the first time, if still running)."""
+        filing = self.filing
+        return filing if isinstance(filing, Literals) else filing.result()
 
     @property
     def catalog_starts(self) -> NDArray[np.int64]:
@@ -112,7 +123,7 @@ def assemble(
             added=_stack(new_rows, (0,), np.int64),
             mean=mean,
         )
-        literals = previous.literals.spliced(
+        literals: Literals | Future[Literals] = previous.literals.spliced(
             _spelled(gone), [s.name for s in gone], _spelled(added), [s.name for s in added]
         )
         bm25 = previous.bm25.spliced(
@@ -127,7 +138,7 @@ def assemble(
     else:
         vectors = VectorIndex(store, slots=slots, partition=partition, keys=keys, mean=mean)
         bm25 = ArrayBM25.joined(space.vocabulary, [s.postings for s in ordered])
-        literals = Literals(_spelled(ordered), [s.name for s in ordered])
+        literals = _FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered])
 
     return Assembly(
         segments=ordered,
@@ -135,7 +146,7 @@ def assemble(
         entries=tuple(chain.from_iterable(s.entries for s in ordered)),
         vectors=vectors,
         bm25=bm25,
-        literals=literals,
+        filing=literals,
         scope_sets=space.scope_sets,
         scope_codes=_stack([s.scope_codes for s in ordered], (0,), np.int32),
         catalogs={s.name: code for code, s in enumerate(ordered)},

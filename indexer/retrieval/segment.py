@@ -78,6 +78,17 @@ class Segment:
         return {entry.id: row for row, entry in enumerate(self.entries)}
 
 
+@dataclass(frozen=True)
+class SegmentSource:
+    """What a segment is made from: `matrix`, `keys` and `documents` follow `entries`."""
+
+    name: str
+    entries: Sequence[IndexedTool]
+    matrix: NDArray[np.float32]
+    keys: Sequence[str]
+    documents: Sequence[str]
+
+
 class VectorArena:
     """Every segment's vectors, each written once at its slot and never moved.
 
@@ -99,14 +110,19 @@ class VectorArena:
     def used(self) -> int:
         return self._used
 
-    def append(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
-        """Writes `vectors` at the next free slots and returns those slots."""
-        needed = self._used + len(vectors)
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` more vectors, in one allocation."""
+        needed = self._used + rows
         if needed > len(self._data):
             size = max(needed, len(self._data) * 3 // 2)
             grown = np.zeros((size, self._data.shape[1]), dtype=np.float32)
             grown[: self._used] = self._data[: self._used]
             self._data = grown
+
+    def append(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
+        """Writes `vectors` at the next free slots and returns those slots."""
+        self.reserve(len(vectors))
+        needed = self._used + len(vectors)
         self._data[self._used : needed] = vectors
         slots = np.arange(self._used, needed, dtype=np.int64)
         self._used = needed
@@ -144,29 +160,46 @@ class SegmentSpace:
         documents: Sequence[str],
     ) -> Segment:
         """A segment for catalog `name`; `matrix`, `keys` and `documents` follow `entries`."""
-        if not (len(entries) == len(matrix) == len(keys) == len(documents)):
-            raise ValueError("one vector, key and document per tool is required")
-        order = sorted(range(len(entries)), key=lambda row: entries[row].id)
-        documents = [documents[row] for row in order]
-        vectors = np.ascontiguousarray(
-            matrix[order] if len(order) else np.zeros((0, self.dimension)), dtype=np.float32
-        )
+        return self.segments([SegmentSource(name, entries, matrix, keys, documents)])[0]
+
+    def segments(self, sources: Sequence[SegmentSource]) -> list[Segment]:
+        """A segment for each source, tokenised together (see `Postings.of_many`)."""
+        ordered = []
+        for source in sources:
+            entries = source.entries
+            if not (
+                len(entries) == len(source.matrix) == len(source.keys) == len(source.documents)
+            ):
+                raise ValueError("one vector, key and document per tool is required")
+            order = sorted(range(len(entries)), key=lambda row: entries[row].id)
+            vectors = np.ascontiguousarray(
+                source.matrix[order] if order else np.zeros((0, self.dimension)),
+                dtype=np.float32,
+            )
+            ordered.append((source, order, vectors))
         with self._lock:
-            postings = Postings.of(documents, self.vocabulary)
-            codes = [self._code(entries[row].required_scopes) for row in order]
-            slots = self._arena.append(vectors)
-        total = vectors.sum(axis=0, dtype=np.float64)
-        norm = float(np.linalg.norm(total))
-        return Segment(
-            name=name,
-            entries=tuple(entries[row] for row in order),
-            keys=tuple(keys[row] for row in order),
-            slots=slots,
-            postings=postings,
-            scope_codes=np.asarray(codes, dtype=np.int32),
-            vector_sum=total,
-            centroid=(total / (norm if norm else 1.0)).astype(np.float32),
-        )
+            postings = Postings.of_many(
+                [[s.documents[row] for row in order] for s, order, _ in ordered], self.vocabulary
+            )
+            self._arena.reserve(sum(len(vectors) for _, _, vectors in ordered))
+            made = []
+            for (source, order, vectors), part in zip(ordered, postings, strict=True):
+                codes = [self._code(source.entries[row].required_scopes) for row in order]
+                total = vectors.sum(axis=0, dtype=np.float64)
+                norm = float(np.linalg.norm(total))
+                made.append(
+                    Segment(
+                        name=source.name,
+                        entries=tuple(source.entries[row] for row in order),
+                        keys=tuple(source.keys[row] for row in order),
+                        slots=self._arena.append(vectors),
+                        postings=part,
+                        scope_codes=np.asarray(codes, dtype=np.int32),
+                        vector_sum=total,
+                        centroid=(total / (norm if norm else 1.0)).astype(np.float32),
+                    )
+                )
+        return made
 
     def _code(self, scopes: frozenset[str]) -> int:
         code = self._scope_codes.get(scopes)

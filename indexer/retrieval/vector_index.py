@@ -107,18 +107,21 @@ class Partition:
         return self.trained_on / RETRAIN_FACTOR <= size <= self.trained_on * RETRAIN_FACTOR
 
     def assign(self, keys: Sequence[str], vectors: NDArray[np.float32]) -> NDArray[np.int64]:
-        """Each vector's list; only keys never seen before are computed."""
+        """Each vector's list; only keys never seen before are computed, each once (copies
+        of one document share its key and its vector)."""
         with self._lock:
             lists = self._lists
-            missing = [row for row, key in enumerate(keys) if key not in lists]
+            missing: dict[str, int] = {}
+            for row, key in enumerate(keys):
+                if key not in lists and key not in missing:
+                    missing[key] = row
             if missing:
+                rows = list(missing.values())
                 with all_cores():
                     _, nearest = self.quantizer.search(
-                        np.ascontiguousarray(vectors[missing], dtype=np.float32), 1
+                        np.ascontiguousarray(vectors[rows], dtype=np.float32), 1
                     )
-                lists.update(
-                    zip([keys[row] for row in missing], nearest[:, 0].tolist(), strict=True)
-                )
+                lists.update(zip(missing, nearest[:, 0].tolist(), strict=True))
             return np.fromiter(map(lists.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
