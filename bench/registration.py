@@ -167,17 +167,25 @@ def report_lines(rows: list[dict[str, Any]], floor: float, args: argparse.Namesp
         "until then); embeddings cached in the store beforehand, nothing else. "
         f"Floor (same process, empty folder): {floor:.1f} s.",
         "",
-        "| catalog files | tools | empty store -> serving s | per catalog ms | restart s "
-        "| server's own figures s (serve / restart) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| catalog files | tools | empty store -> serving s | ms per added catalog "
+        "| restart s | ms per added catalog | server's own figures s (serve / restart) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    previous: dict[str, Any] | None = None
     for r in rows:
-        per = (r["serve_s"] - floor) / r["catalogs"] * 1000
         own = f"{r['serve_own_s'] or 0:.1f} / {r['restart_own_s'] or 0:.1f}"
+        # Within the split series (same tools), the cost of each catalog beyond the row
+        # before: constant when start-up grows linearly with the number of catalogs.
+        serve_slope = restart_slope = "-"
+        if previous is not None and r["label"].endswith("split"):
+            more = r["catalogs"] - previous["catalogs"]
+            serve_slope = f"{(r['serve_s'] - previous['serve_s']) / more * 1000:.2f}"
+            restart_slope = f"{(r['restart_s'] - previous['restart_s']) / more * 1000:.2f}"
         lines.append(
             f"| {r['catalogs']:,} ({r['label']}) | {r['tools']:,} | {r['serve_s']:.1f} | "
-            f"{per:.1f} | {r['restart_s']:.1f} | {own} |"
+            f"{serve_slope} | {r['restart_s']:.1f} | {restart_slope} | {own} |"
         )
+        previous = r if r["label"].endswith("split") else None
     mirrors = rows[0]
     lines += [
         "",

@@ -15,12 +15,15 @@ from registry.cli.commands import (
     print_registration_notes,
 )
 from registry.cli.errors import CommandError
-from registry.mcp_import import ImportFailed, McpSource, list_tools, tools_list_content
 
 HELP = "register a live MCP server's tools as a catalog"
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    # The MCP SDK takes half a second to import: only this command pays for it, not every
+    # `capreg serve` start.
+    from registry.mcp_import import ImportFailed, McpSource, list_tools, tools_list_content
+
     # argparse cannot take options between NAME and "--": what precedes "--" is parsed again
     # as options, and only what follows is the server's command (argparse itself drops a
     # "--" that directly follows NAME).

@@ -63,3 +63,11 @@ def test_any_corpus_scores_like_bm25s(documents: list[str], query: str) -> None:
     np.testing.assert_allclose(
         ArrayBM25(documents).scores(query), LexicalIndex(documents).scores(query), rtol=1e-6
     )
+
+
+def test_the_stopwords_are_bm25s_own() -> None:
+    from bm25s import stopwords
+
+    from indexer.retrieval.lexical import STOPWORDS_EN
+
+    assert tuple(stopwords.STOPWORDS_EN) == STOPWORDS_EN
