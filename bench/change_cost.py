@@ -27,7 +27,11 @@ from indexer.embedding import load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
-from registry.store import Store
+
+try:
+    from registry.store import SqliteStore as Store
+except ImportError:  # the commits before the PostgreSQL store named the SQLite one Store
+    from registry.store import Store  # type: ignore[assignment]  # an older commit's class
 
 
 def main() -> None:

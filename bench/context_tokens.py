@@ -31,7 +31,7 @@ from registry.core import Registry
 from registry.evaluate import EvalError
 from registry.proto import registry_pb2 as pb
 from registry.servicer import search_response, tool_schema
-from registry.store import Store
+from registry.store import SqliteStore
 
 SIZES = (15, 100, 1_000, 10_000)
 ROUNDS = {15: 40, 100: 10, 1_000: 2, 10_000: 1}
@@ -259,7 +259,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         pool, tasks = load_pool(args.datasets)
     except (ValueError, FileNotFoundError) as exc:
         raise EvalError(str(exc)) from exc
-    store = Store(Path(args.db))
+    store = SqliteStore(Path(args.db))
     try:
         registry = Registry(
             store,

@@ -35,7 +35,7 @@ from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import Store
+from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench"
@@ -242,7 +242,7 @@ def main() -> None:
     rows = []
     for size in sizes:
         tools = with_variants(pool, size)[:size]
-        store = Store(db)
+        store = SqliteStore(db)
         registry = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
         registry.load()
         built = build(registry, tools, size)

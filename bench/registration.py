@@ -28,7 +28,7 @@ from bench.server_process import serving_process
 from indexer.embedding import load_embedder
 from indexer.formats import parse_catalog
 from indexer.retrieval.document import document_hash, document_text
-from registry.store import Store
+from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench" / "registration"
@@ -92,7 +92,7 @@ def ensure_cached(sources: Sequence[tuple[str, str]]) -> int:
         for tool in catalog.tools:
             text = document_text(tool, catalog.title)
             texts[document_hash(text)] = text
-    store = Store(CACHE)
+    store = SqliteStore(CACHE)
     try:
         have = store.embeddings(embedder.model_id, list(texts))
         missing = [h for h in texts if h not in have]
@@ -108,7 +108,7 @@ def seeded_store(path: Path) -> None:
     """A new store holding only the cache's embeddings (and IVF partitions)."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    Store(path).close()
+    SqliteStore(path).close()
     with sqlite3.connect(path) as db:
         db.execute("ATTACH DATABASE ? AS cache", (str(CACHE),))
         db.execute("INSERT INTO embeddings SELECT * FROM cache.embeddings")

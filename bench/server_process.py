@@ -42,7 +42,7 @@ def wait_serving(address: str, process: subprocess.Popen[Any], seconds: float) -
 
 @contextmanager
 def serving_process(
-    db: Path, log: Path, extra: Sequence[str] = ()
+    db: Path | str, log: Path, extra: Sequence[str] = ()
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`capreg serve --db DB` on a free loopback port, logging to `log`; yields its address
     and process."""
@@ -64,7 +64,7 @@ def serving_process(
 
 
 @contextmanager
-def serving(db: Path, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
+def serving(db: Path | str, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
     """`capreg serve --db DB` on a free loopback port; yields its address."""
     with serving_process(db, log, extra) as (address, _):
         yield address

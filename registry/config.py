@@ -53,7 +53,8 @@ class CallerLimits:
 @dataclass(frozen=True, kw_only=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN
-    db: Path = DEFAULT_DB
+    # A SQLite file, or a postgresql:// DSN (see registry.store.open_store).
+    db: Path | str = DEFAULT_DB
     catalogs_dir: Path | None = None
     # Keep catalogs_dir registered while serving: files added, changed or removed.
     watch: bool = False

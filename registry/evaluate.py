@@ -20,7 +20,7 @@ from registry.catalog_dir import CATALOG_SUFFIXES, request_name
 from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
-from registry.store import Store
+from registry.store import SqliteStore
 
 
 class IndexMode(StrEnum):
@@ -194,7 +194,7 @@ def _evaluate_in_process(
     one_thread_per_search()
     family = name.split(":")[0]
     db = plan.db or DEFAULT_WORKDIR / f"{family}.db"
-    store = Store(db)
+    store = SqliteStore(db)
     retrievers, ks, progress = plan.retrievers, plan.ks, plan.progress
     settings = SearchSettings(
         query_cache_size=max(4_096, 2 * len(queries)),

@@ -29,7 +29,7 @@ from registry.limits import Admission, Admit
 from registry.metrics import Observed, ServiceMetrics
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
-from registry.store import Store
+from registry.store import StoreError, open_store
 from registry.watch import FolderWatcher
 from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
@@ -134,7 +134,10 @@ async def run_server(config: ServerConfig) -> bool:
         keys = KeyStore.load(config.keys_file) if config.keys_file else None
     except (KeyFileError, OSError) as exc:
         raise ServeFailed(f"cannot use keys file: {exc}") from exc
-    store = Store(config.db)
+    try:
+        store = open_store(config.db)
+    except StoreError as exc:
+        raise ServeFailed(str(exc)) from exc
     one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
     registry = Registry(
@@ -199,7 +202,7 @@ async def run_server(config: ServerConfig) -> bool:
         len(registry.index),
         config.listen.rsplit(":", 1)[0] + f":{port}",
         time.perf_counter() - started,
-        config.db,
+        store.location,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import grpc
 import numpy as np
+import psycopg
 import pytest
 from numpy.typing import NDArray
+from psycopg import sql
 
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from indexer.evaluation.datasets import datasets_dir
@@ -23,7 +27,7 @@ from registry.core import Registry
 from registry.keys import KeyStore
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.server import create_server, mark_serving
-from registry.store import Store
+from registry.store import SqliteStore
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     from registry.proto.registry_pb2_grpc import CapabilityRegistryAsyncStub as AsyncStub
@@ -34,6 +38,36 @@ DATA = Path(__file__).resolve().parent / "data"
 # The labeled sets: CAPREG_DATASETS (as `.ci/run` sets it), else ../shared/datasets. The test
 # suite is an edge like the CLI: it reads the environment here, once.
 DATASETS = datasets_dir(os.environ.get("CAPREG_DATASETS"))
+# The PostgreSQL server the PostgreSQL tests use (CI and development machines run one here).
+# Unreachable, those tests fail rather than skip: CI must run them.
+POSTGRES = os.environ.get("CAPREG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh database on the test server for this session (URL form), dropped afterwards."""
+    name = f"capreg_test_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    base = POSTGRES.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(POSTGRES, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def postgres_dsn(postgres_database: str) -> Iterator[str]:
+    """A DSN whose tables live in a schema of their own: each test starts empty."""
+    schema = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    yield f"{postgres_database}?options=" + quote(f"-c search_path={schema}")
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 class CountingEmbedder:
@@ -85,7 +119,7 @@ def embedder(model: Embedder) -> CountingEmbedder:
 def sample_db(model: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding every sample catalog, embedded once per session."""
     path = tmp_path_factory.mktemp("sample") / "registry.db"
-    store = Store(path)
+    store = SqliteStore(path)
     registry = Registry(store, model)
     registry.load()
     report = sync_folder(registry, CATALOGS)
@@ -133,7 +167,7 @@ def sample_registry(
     sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
 ) -> Iterator[Registry]:
     """A loaded registry over a private copy of the sample database."""
-    store = Store(copy_db(sample_db, tmp_path))
+    store = SqliteStore(copy_db(sample_db, tmp_path))
     registry = Registry(store, embedder)
     registry.load()
     yield registry
@@ -142,7 +176,7 @@ def sample_registry(
 
 @pytest.fixture
 def empty_registry(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Registry]:
-    store = Store(tmp_path / "empty.db")
+    store = SqliteStore(tmp_path / "empty.db")
     registry = Registry(store, embedder)
     registry.load()
     yield registry

@@ -22,6 +22,7 @@ from registry.config import (
     ServerConfig,
 )
 from registry.server import ServeFailed, run_server
+from registry.store.postgres import is_postgres
 from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
 
 
@@ -66,7 +67,7 @@ def model_cache() -> Path | None:
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     config = ServerConfig(
         listen=args.listen,
-        db=Path(args.db),
+        db=args.db if is_postgres(args.db) else Path(args.db),
         catalogs_dir=Path(args.catalogs) if args.catalogs else None,
         model_path=Path(args.model) if args.model else None,
         embedder=args.embedder,
@@ -140,7 +141,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Any) -> None:
     serve = commands.add_parser("serve", help="run the registry gRPC server")
-    serve.add_argument("--db", default=os.environ.get("CAPREG_DB", str(DEFAULT_DB)))
+    serve.add_argument(
+        "--db",
+        default=os.environ.get("CAPREG_DB", str(DEFAULT_DB)),
+        help="a SQLite file (one node), or postgresql://USER@HOST:PORT/DB (replicas sharing "
+        "one database; a password belongs in ~/.pgpass or PGPASSWORD, not here)",
+    )
     serve.add_argument("--listen", default=os.environ.get("CAPREG_LISTEN", DEFAULT_LISTEN))
     serve.add_argument("--catalogs", help="register every catalog file in this folder at start")
     serve.add_argument("--model", default=os.environ.get("CAPREG_MODEL"), help="model folder")

@@ -11,7 +11,7 @@ import pytest
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.scopes import Grants
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 
 QUERIES = [
@@ -30,7 +30,7 @@ def both(
 ) -> Iterator[tuple[Registry, Registry]]:
     for name in ("exact", "ivf"):
         (tmp_path / name).mkdir()
-    stores = [Store(copy_db(sample_db, tmp_path / name)) for name in ("exact", "ivf")]
+    stores = [SqliteStore(copy_db(sample_db, tmp_path / name)) for name in ("exact", "ivf")]
     exact = Registry(stores[0], embedder, settings=SearchSettings(result_cache_size=0))
     approximate = Registry(
         stores[1], embedder, settings=SearchSettings(result_cache_size=0, approximate_from=1)
@@ -105,7 +105,7 @@ def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: Countin
     # With one catalog its score carries no information: rounding must not turn it into noise.
     registries = []
     for name, threshold in (("exact", 10**9), ("ivf", 1)):
-        store = Store(tmp_path / f"{name}.db")
+        store = SqliteStore(tmp_path / f"{name}.db")
         registry = Registry(
             store,
             embedder,
@@ -152,7 +152,7 @@ def test_a_catalog_named_literally_puts_its_best_tool_first(
     tmp_path: Path, embedder: CountingEmbedder
 ) -> None:
     for name, threshold in (("exact", 10**9), ("ivf", 1)):
-        store = Store(tmp_path / f"{name}.db")
+        store = SqliteStore(tmp_path / f"{name}.db")
         registry = Registry(
             store,
             embedder,

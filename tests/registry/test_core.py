@@ -15,7 +15,7 @@ from registry.config import CatalogPolicy
 from registry.core import Registry
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.scopes import Grants
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import DATA, CountingEmbedder
 
 MINI = (DATA / "mini.yaml").read_text()
@@ -123,11 +123,11 @@ def test_restart_restores_everything_without_embedding(
     from tests.conftest import copy_db
 
     path = copy_db(sample_db, tmp_path)
-    first = Registry(Store(path), embedder)
+    first = Registry(SqliteStore(path), embedder)
     first.load()
     before = first.search("open a support ticket for a customer")
     embedder.calls = embedder.texts = 0
-    restarted = Registry(Store(path), embedder)
+    restarted = Registry(SqliteStore(path), embedder)
     restarted.load()
     assert embedder.texts == 0
     assert len(restarted.index) == len(first.index)
@@ -161,7 +161,7 @@ def test_failure_inside_the_transaction_keeps_the_old_version(
     with pytest.raises(RuntimeError):
         empty_registry.register(_edited({}, drop=0))
     monkeypatch.undo()
-    reopened = Registry(Store(store.path), embedder)
+    reopened = Registry(SqliteStore(Path(store.location)), embedder)
     reopened.load()
     assert {e.id for e in reopened.index.entries} == {
         "mini/get_weather_forecast",
@@ -247,7 +247,7 @@ def test_an_unrelated_need_is_flagged_as_a_weak_match(sample_registry: Registry)
 
 
 def test_queries_before_loading_are_refused(tmp_path: Path, embedder: CountingEmbedder) -> None:
-    registry = Registry(Store(tmp_path / "r.db"), embedder)
+    registry = Registry(SqliteStore(tmp_path / "r.db"), embedder)
     with pytest.raises(NotReady):
         registry.search("anything")
 
@@ -285,7 +285,7 @@ def test_registration_returns_the_lint_warnings(empty_registry: Registry) -> Non
 def test_a_poisoned_catalog_is_refused_when_the_policy_says_so(
     tmp_path: Path, embedder: CountingEmbedder
 ) -> None:
-    store = Store(tmp_path / "strict.db")
+    store = SqliteStore(tmp_path / "strict.db")
     strict = Registry(store, embedder, policy=CatalogPolicy(refuse_poisoning=True))
     strict.load()
     with pytest.raises(CatalogError, match="tool-poisoning"):
@@ -307,7 +307,7 @@ def test_a_catalog_without_scopes_is_not_public(empty_registry: Registry) -> Non
 def test_an_empty_default_scope_leaves_unscoped_catalogs_public(
     tmp_path: Path, embedder: CountingEmbedder
 ) -> None:
-    store = Store(tmp_path / "open.db")
+    store = SqliteStore(tmp_path / "open.db")
     open_registry = Registry(store, embedder, policy=CatalogPolicy(default_scope=""))
     open_registry.load()
     outcome = open_registry.register((DATA / "openai_tools.json").read_text(), name="weather")

@@ -17,12 +17,12 @@ from registry.core import Registry
 from registry.errors import Overloaded, Unauthenticated
 from registry.keys import KeyFileError, KeyStore, add_key
 from registry.server import exposure_warnings
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import start_server
 
 
 def test_a_new_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
-    store = Store(tmp_path / "fresh.db")
+    store = SqliteStore(tmp_path / "fresh.db")
     store.close()
     assert stat.S_IMODE((tmp_path / "fresh.db").stat().st_mode) == 0o600
 

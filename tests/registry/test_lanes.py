@@ -21,7 +21,7 @@ from registry.errors import CallerGone
 from registry.lanes import Lanes
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import DATA, CountingEmbedder, copy_db, start_server
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
@@ -65,7 +65,7 @@ class GatedEmbedder(CountingEmbedder):
 async def gated(
     sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
 ) -> AsyncIterator[tuple[AsyncStub, GatedEmbedder]]:
-    store = Store(copy_db(sample_db, tmp_path))
+    store = SqliteStore(copy_db(sample_db, tmp_path))
     gated_embedder = GatedEmbedder(embedder, "zebra")
     registry = Registry(store, gated_embedder)
     registry.load()

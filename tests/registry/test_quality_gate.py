@@ -21,7 +21,7 @@ from indexer.evaluation.report import Report, run
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.evaluate import in_process_searcher, load_catalogs
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import DATASETS
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
@@ -38,7 +38,7 @@ SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0, "stabletoolbench": 0, "metat
 def _report(name: str, model: Embedder, folder: Path) -> Report:
     dataset = load_dataset(name, DATASETS)
     queries = list(dataset.queries)[: SUBSET[name] or None]
-    store = Store(folder / f"{name.split(':')[0]}.db")
+    store = SqliteStore(folder / f"{name.split(':')[0]}.db")
     try:
         registry = Registry(store, model, settings=SearchSettings(result_cache_size=0))
         registry.load()

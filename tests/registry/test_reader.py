@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from registry.core import Registry
 from registry.errors import ToolsNotFound
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 
 
@@ -48,7 +48,7 @@ class WriteWhileEncoding(CountingEmbedder):
 def racing(
     sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
 ) -> Iterator[tuple[Registry, WriteWhileEncoding]]:
-    store = Store(copy_db(sample_db, tmp_path))
+    store = SqliteStore(copy_db(sample_db, tmp_path))
     racing_embedder = WriteWhileEncoding(embedder)
     registry = Registry(store, racing_embedder)
     registry.load()

@@ -24,7 +24,7 @@ from registry.core import RegisterOutcome, Registry
 from registry.errors import NotReady
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import SCHEMA_VERSION, Store, StoreError
+from registry.store import SCHEMA_VERSION, SqliteStore, StoreError
 from registry.watch import FolderWatcher
 from tests.conftest import DATA, CountingEmbedder, start_server
 
@@ -100,7 +100,7 @@ def test_a_batch_gives_one_outcome_per_entry_and_builds_one_snapshot(
 def test_a_restart_recognises_an_unchanged_file_without_parsing_it(
     tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = Store(tmp_path / "r.db")
+    store = SqliteStore(tmp_path / "r.db")
     first = Registry(store, embedder)
     first.load()
     registered = first.register(MINI)
@@ -109,7 +109,7 @@ def test_a_restart_recognises_an_unchanged_file_without_parsing_it(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("an unchanged file was parsed again")
 
-    store = Store(tmp_path / "r.db")
+    store = SqliteStore(tmp_path / "r.db")
     restarted = Registry(store, embedder)
     restarted.load()
     monkeypatch.setattr(writer, "parse_catalog", refuse)
@@ -126,12 +126,12 @@ def test_a_restart_under_another_scope_policy_parses_the_file_again(
     for tool in document["tools"]:
         tool.pop("required_scopes", None)
     unscoped = yaml.safe_dump(document)
-    store = Store(tmp_path / "r.db")
+    store = SqliteStore(tmp_path / "r.db")
     first = Registry(store, embedder)
     first.load()
     assert first.register(unscoped).assigned_scope == "mini:read"
     store.close()
-    store = Store(tmp_path / "r.db")
+    store = SqliteStore(tmp_path / "r.db")
     public = Registry(store, embedder, policy=CatalogPolicy(default_scope=""))
     public.load()
     again = public.register(unscoped)
@@ -142,7 +142,7 @@ def test_a_restart_under_another_scope_policy_parses_the_file_again(
 
 def test_a_version_1_store_is_migrated_in_place(tmp_path: Path, embedder: CountingEmbedder) -> None:
     path = tmp_path / "old.db"
-    store = Store(path)
+    store = SqliteStore(path)
     registry = Registry(store, embedder)
     registry.load()
     registry.register(MINI)
@@ -150,7 +150,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path, embedder: Counti
     with sqlite3.connect(path) as db:  # the layout version 1 had
         db.execute("ALTER TABLE catalogs DROP COLUMN source_digest")
         db.execute("PRAGMA user_version=1")
-    store = Store(path)
+    store = SqliteStore(path)
     assert [c.catalog.name for c in store.catalogs()] == ["mini"]
     assert store.catalogs()[0].source_digest == ""
     store.close()
@@ -160,11 +160,11 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path, embedder: Counti
 
 def test_a_store_newer_than_the_code_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
-    Store(path).close()
+    SqliteStore(path).close()
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="newer than this capreg"):
-        Store(path)
+        SqliteStore(path)
 
 
 def test_a_held_registry_refuses_reads_naming_its_progress(sample_registry: Registry) -> None:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import DATA, CountingEmbedder, start_server
 
 MINI = (DATA / "mini.yaml").read_text()
@@ -132,7 +132,7 @@ async def test_search_with_nothing_registered_is_ok_and_empty(empty_registry: Re
 async def test_requests_while_the_index_loads_are_unavailable(
     tmp_path: Path, embedder: CountingEmbedder
 ) -> None:
-    registry = Registry(Store(tmp_path / "r.db"), embedder)
+    registry = Registry(SqliteStore(tmp_path / "r.db"), embedder)
     server, address = await start_server(registry)
     async with grpc.aio.insecure_channel(address) as channel:
         code = await _code(Stub(channel).Search(pb.SearchRequest(query="x")))
@@ -157,7 +157,7 @@ async def test_unexpected_failure_is_internal_and_leaks_nothing(
 ) -> None:
     from tests.conftest import copy_db
 
-    registry = Registry(Store(copy_db(sample_db, tmp_path)), BrokenEmbedder(embedder.inner))
+    registry = Registry(SqliteStore(copy_db(sample_db, tmp_path)), BrokenEmbedder(embedder.inner))
     registry.load()
     server, address = await start_server(registry)
     async with grpc.aio.insecure_channel(address) as channel:

@@ -14,7 +14,7 @@ from registry.config import SearchSettings
 from registry.core import ALL, Registry
 from registry.errors import ToolsNotFound
 from registry.scopes import Grants
-from registry.store import Store
+from registry.store import SqliteStore
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 
 QUERIES = [
@@ -58,7 +58,7 @@ def pair(
     sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
 ) -> Iterator[tuple[Registry, Registry]]:
     """The same catalogs twice: with the result cache, and with it turned off."""
-    store = Store(copy_db(sample_db, tmp_path))
+    store = SqliteStore(copy_db(sample_db, tmp_path))
     cached = Registry(store, embedder)
     uncached = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
     cached.load()

@@ -1,9 +1,5 @@
-"""SQLite storage of catalogs, tools, embeddings and the index generation.
-
-Every change is one transaction: a crash leaves the old state or the new one, never a mix.
-Embeddings are keyed by (model id, hash of the tool's document text), so unchanged tools are
-never embedded twice and a restart embeds nothing.
-"""
+"""SQLite storage: one file, the embedded default for a single node (see `base` for what is
+stored)."""
 
 from __future__ import annotations
 
@@ -13,16 +9,14 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 
-from indexer.errors import CapregError
-from indexer.model import Catalog, CatalogFormat, Tool
+from indexer.model import Catalog, CatalogFormat
+from registry.store.base import StoredCatalog, StoredTool, StoreError, tool_from_json, tool_to_json
 
 SCHEMA_VERSION = 2
 # Each step takes a store from the version before it to its own.
@@ -71,68 +65,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
-class StoreError(CapregError):
-    """The database cannot be used (wrong schema version, unreadable file)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredTool:
-    tool: Tool
-    function_name: str
-    # The catalog revision in which this tool's content last changed.
-    revision: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredCatalog:
-    """A catalog row and its tools, in registration order."""
-
-    catalog: Catalog
-    revision: int
-    tools: tuple[StoredTool, ...]
-    # What the catalog was last registered from (see Writer.register); "" when unknown.
-    source_digest: str = ""
-
-
-def _tool_to_json(tool: Tool) -> str:
-    # Key order inside schemas is kept as registered: GetSchema returns what was given.
-    return json.dumps(
-        {
-            "description": tool.description,
-            "input_schema": tool.input_schema,
-            "output_schema": tool.output_schema,
-            "annotations": tool.annotations,
-            "title": tool.title,
-            "tags": list(tool.tags),
-            "scopes": sorted(tool.scopes),
-            "examples": list(tool.examples),
-        },
-        ensure_ascii=False,
-    )
-
-
-def _tool_from_json(catalog: str, name: str, text: str) -> Tool:
-    # orjson: a restart parses every stored tool (1.9 s with json at 100k, 0.9 s with orjson).
-    data = orjson.loads(text)
-    return Tool(
-        catalog=catalog,
-        name=name,
-        description=data["description"],
-        input_schema=data["input_schema"],
-        output_schema=data["output_schema"],
-        annotations=data["annotations"],
-        title=data["title"],
-        tags=tuple(data["tags"]),
-        scopes=frozenset(data["scopes"]),
-        examples=tuple(data["examples"]),
-    )
-
-
-class Store:
+class SqliteStore:
     """One SQLite file in WAL mode; all access goes through one connection and lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.location = str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             # Owner-only from the first byte: the store holds every catalog (SQLite's WAL and
@@ -216,7 +154,7 @@ class Store:
         for catalog, name, data, function_name, revision in tool_rows:
             by_catalog.setdefault(catalog, []).append(
                 StoredTool(
-                    tool=_tool_from_json(catalog, name, data),
+                    tool=tool_from_json(catalog, name, data),
                     function_name=function_name,
                     revision=revision,
                 )
@@ -335,7 +273,7 @@ class Store:
                         catalog.name,
                         stored.tool.name,
                         position,
-                        _tool_to_json(stored.tool),
+                        tool_to_json(stored.tool),
                         stored.function_name,
                         stored.revision,
                     )

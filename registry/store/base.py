@@ -1,0 +1,131 @@
+"""What every store keeps and how the registry talks to one: the records, the errors and the
+`Store` protocol that the SQLite and PostgreSQL stores both implement.
+
+Embeddings are keyed by (model id, hash of the tool's document text), so unchanged tools are
+never embedded twice and a restart embeds nothing. Every change is one transaction: a crash
+leaves the old state or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from indexer.errors import CapregError
+from indexer.model import Catalog, Tool
+
+
+class StoreError(CapregError):
+    """The database cannot be used (wrong schema version, unreadable file)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredTool:
+    tool: Tool
+    function_name: str
+    # The catalog revision in which this tool's content last changed.
+    revision: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredCatalog:
+    """A catalog row and its tools, in registration order."""
+
+    catalog: Catalog
+    revision: int
+    tools: tuple[StoredTool, ...]
+    # What the catalog was last registered from (see Writer.register); "" when unknown.
+    source_digest: str = ""
+
+
+def tool_to_json(tool: Tool) -> str:
+    # Key order inside schemas is kept as registered: GetSchema returns what was given.
+    return json.dumps(
+        {
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "output_schema": tool.output_schema,
+            "annotations": tool.annotations,
+            "title": tool.title,
+            "tags": list(tool.tags),
+            "scopes": sorted(tool.scopes),
+            "examples": list(tool.examples),
+        },
+        ensure_ascii=False,
+    )
+
+
+def tool_from_json(catalog: str, name: str, text: str) -> Tool:
+    # orjson: a restart parses every stored tool (1.9 s with json at 100k, 0.9 s with orjson).
+    data = orjson.loads(text)
+    return Tool(
+        catalog=catalog,
+        name=name,
+        description=data["description"],
+        input_schema=data["input_schema"],
+        output_schema=data["output_schema"],
+        annotations=data["annotations"],
+        title=data["title"],
+        tags=tuple(data["tags"]),
+        scopes=frozenset(data["scopes"]),
+        examples=tuple(data["examples"]),
+    )
+
+
+class Store(Protocol):
+    """Catalogs, tools, embeddings, IVF partitions and the generation, kept durably."""
+
+    # Where the store is, safe to log (no password).
+    location: str
+
+    def close(self) -> None: ...
+
+    def generation(self) -> int:
+        """The generation of the last stored change (0 for an empty store)."""
+        ...
+
+    def catalogs(self) -> list[StoredCatalog]:
+        """Every stored catalog with its tools, by name (used at start-up)."""
+        ...
+
+    def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors for whichever of `doc_hashes` have one under `model`."""
+        ...
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None: ...
+
+    def partition(self, model: str) -> tuple[NDArray[np.float32], int] | None:
+        """The stored IVF list centroids for `model` and the corpus size they were trained on."""
+        ...
+
+    def put_partition(
+        self, model: str, centroids: NDArray[np.float32], trained_on: int
+    ) -> None: ...
+
+    def replace_catalog(
+        self,
+        catalog: Catalog,
+        revision: int,
+        tools: Iterable[StoredTool],
+        model: str,
+        new_vectors: Mapping[str, NDArray[np.float32]],
+        *,
+        source_digest: str = "",
+    ) -> int:
+        """Stores `catalog` in place of any previous version, with the vectors it adds, in
+        one transaction; returns the new generation."""
+        ...
+
+    def set_source_digest(self, name: str, digest: str) -> None:
+        """Records another source that gives the same catalog (no generation change)."""
+        ...
+
+    def delete_catalog(self, name: str) -> int | None:
+        """Removes the catalog and its tools; returns the new generation, or None if absent."""
+        ...

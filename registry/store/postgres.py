@@ -1,0 +1,324 @@
+"""PostgreSQL storage: the same records as the SQLite store, for replicas that share one
+database (psycopg 3 with its connection pool).
+
+Every change is one transaction, serialised per catalog by an advisory lock and globally by
+the generation row, so two writers on one catalog end with one whole version. The write that
+bumps the generation also NOTIFYs it on `capreg_generation`. Migrations run at start-up under
+an advisory lock: replicas starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import orjson
+import psycopg
+from numpy.typing import NDArray
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from indexer.model import Catalog, CatalogFormat
+from registry.store.base import StoredCatalog, StoredTool, StoreError, tool_from_json, tool_to_json
+
+SCHEMA_VERSION = 1
+NOTIFY_CHANNEL = "capreg_generation"
+# Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
+_LOCK_SPACE = 0x0CA9
+_MIGRATE = 1
+_EMBEDDINGS_CHUNK = 5_000
+
+_MIGRATIONS: dict[int, Sequence[str]] = {
+    1: (
+        "CREATE TABLE IF NOT EXISTS capreg_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS catalogs (
+            name TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            description TEXT NOT NULL,
+            version TEXT NOT NULL,
+            format TEXT NOT NULL,
+            default_scopes TEXT NOT NULL,
+            revision BIGINT NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            source_digest TEXT NOT NULL DEFAULT ''
+        )""",
+        """CREATE TABLE IF NOT EXISTS tools (
+            catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            function_name TEXT NOT NULL UNIQUE,
+            revision BIGINT NOT NULL,
+            PRIMARY KEY (catalog, name)
+        )""",
+        """CREATE TABLE IF NOT EXISTS partitions (
+            model TEXT PRIMARY KEY,
+            trained_on BIGINT NOT NULL,
+            dimension INTEGER NOT NULL,
+            centroids BYTEA NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS embeddings (
+            model TEXT NOT NULL,
+            doc_hash TEXT NOT NULL,
+            vector BYTEA NOT NULL,
+            PRIMARY KEY (model, doc_hash)
+        )""",
+        "INSERT INTO capreg_meta(key, value) VALUES ('generation', '0') ON CONFLICT DO NOTHING",
+    ),
+}
+
+
+def is_postgres(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def describe(dsn: str) -> str:
+    """The DSN without its password (for logs)."""
+    parts = conninfo_to_dict(dsn)
+    return (
+        f"postgresql://{parts.get('user', '')}@{parts.get('host', '')}:{parts.get('port', '')}"
+        f"/{parts.get('dbname', '')}"
+    )
+
+
+class PostgresStore:
+    """Catalogs, tools, embeddings, partitions and the generation in one PostgreSQL database."""
+
+    def __init__(self, dsn: str, *, pool_size: int = 4, timeout: float = 30.0) -> None:
+        """Opens a pool of up to `pool_size` connections, waiting up to `timeout` seconds for
+        the first, and brings the schema up to date."""
+        self.location = describe(dsn)
+        self._pool = ConnectionPool(
+            dsn, min_size=1, max_size=pool_size, open=False, timeout=timeout, name="capreg-store"
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+            self._migrate()
+        except psycopg.Error as exc:  # PoolTimeout is one: the server never answered
+            self._pool.close()
+            raise StoreError(f"cannot open {self.location}: {exc}") from exc
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def _migrate(self) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, _MIGRATE))
+            conn.execute("CREATE TABLE IF NOT EXISTS capreg_schema (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT version FROM capreg_schema").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.location} has schema version {version}, newer than this capreg's "
+                    f"{SCHEMA_VERSION}: run a newer capreg against it"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[step]:
+                    conn.execute(statement)
+            if row is None:
+                conn.execute("INSERT INTO capreg_schema(version) VALUES (%s)", (SCHEMA_VERSION,))
+            else:
+                conn.execute("UPDATE capreg_schema SET version=%s", (SCHEMA_VERSION,))
+
+    def schema_version(self) -> int:
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT version FROM capreg_schema").fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def generation(self) -> int:
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT value FROM capreg_meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _bump_generation(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+        # The row lock serialises every change's generation; NOTIFY is delivered at commit.
+        row = conn.execute(
+            "UPDATE capreg_meta SET value=(value::bigint + 1)::text WHERE key='generation' "
+            "RETURNING value"
+        ).fetchone()
+        assert row is not None  # created by the first migration
+        generation = int(str(row[0]))
+        conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(generation)))
+        return generation
+
+    @staticmethod
+    def _lock_catalog(conn: psycopg.Connection[tuple[object, ...]], name: str) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, name))
+
+    def catalogs(self) -> list[StoredCatalog]:
+        """Every stored catalog with its tools (used at start-up)."""
+        with self._pool.connection() as conn, conn.transaction():
+            # One snapshot of the database for both queries.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            catalog_rows = conn.execute(
+                "SELECT name, title, description, version, format, default_scopes, revision,"
+                " source_digest FROM catalogs ORDER BY name"
+            ).fetchall()
+            tool_rows = conn.execute(
+                "SELECT catalog, name, data, function_name, revision "
+                "FROM tools ORDER BY catalog, position"
+            ).fetchall()
+        by_catalog: dict[str, list[StoredTool]] = {}
+        for catalog, name, data, function_name, revision in tool_rows:
+            by_catalog.setdefault(str(catalog), []).append(
+                StoredTool(
+                    tool=tool_from_json(str(catalog), str(name), str(data)),
+                    function_name=str(function_name),
+                    revision=int(str(revision)),
+                )
+            )
+        result = []
+        for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
+            tools = tuple(by_catalog.get(str(name), ()))
+            catalog = Catalog(
+                name=str(name),
+                description=str(description),
+                tools=tuple(t.tool for t in tools),
+                title=str(title),
+                version=str(version),
+                default_scopes=frozenset(orjson.loads(str(scopes))),
+                format=CatalogFormat(str(fmt)),
+            )
+            result.append(
+                StoredCatalog(
+                    catalog=catalog,
+                    revision=int(str(revision)),
+                    tools=tools,
+                    source_digest=str(digest),
+                )
+            )
+        return result
+
+    def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors for whichever of `doc_hashes` have one under `model`."""
+        wanted = list(dict.fromkeys(doc_hashes))
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._pool.connection() as conn:
+            for start in range(0, len(wanted), _EMBEDDINGS_CHUNK):
+                rows = conn.execute(
+                    "SELECT doc_hash, vector FROM embeddings WHERE model=%s AND doc_hash = ANY(%s)",
+                    (model, wanted[start : start + _EMBEDDINGS_CHUNK]),
+                ).fetchall()
+                for doc_hash, blob in rows:
+                    found[str(doc_hash)] = np.frombuffer(bytes(blob), dtype=np.float32).copy()
+        return found
+
+    def partition(self, model: str) -> tuple[NDArray[np.float32], int] | None:
+        """The stored IVF list centroids for `model` and the corpus size they were trained on."""
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT trained_on, dimension, centroids FROM partitions WHERE model=%s", (model,)
+            ).fetchone()
+        if row is None:
+            return None
+        trained_on, dimension, blob = row
+        matrix = np.frombuffer(bytes(blob), dtype=np.float32)
+        return matrix.reshape(-1, int(str(dimension))).copy(), int(str(trained_on))
+
+    def put_partition(self, model: str, centroids: NDArray[np.float32], trained_on: int) -> None:
+        matrix = np.ascontiguousarray(centroids, dtype=np.float32)
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO partitions(model, trained_on, dimension, centroids) "
+                "VALUES(%s, %s, %s, %s) ON CONFLICT(model) DO UPDATE SET "
+                "trained_on=excluded.trained_on, dimension=excluded.dimension, "
+                "centroids=excluded.centroids",
+                (model, trained_on, int(matrix.shape[1]), matrix.tobytes()),
+            )
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            self._insert_embeddings(conn, model, vectors)
+
+    @staticmethod
+    def _insert_embeddings(
+        conn: psycopg.Connection[tuple[object, ...]],
+        model: str,
+        vectors: Mapping[str, NDArray[np.float32]],
+    ) -> None:
+        if not vectors:
+            return
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO embeddings(model, doc_hash, vector) VALUES(%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [
+                    (model, h, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                    for h, v in vectors.items()
+                ],
+            )
+
+    def replace_catalog(
+        self,
+        catalog: Catalog,
+        revision: int,
+        tools: Iterable[StoredTool],
+        model: str,
+        new_vectors: Mapping[str, NDArray[np.float32]],
+        *,
+        source_digest: str = "",
+    ) -> int:
+        """Stores `catalog` in place of any previous version, atomically; returns the new
+        generation."""
+        now = datetime.now(UTC)
+        with self._pool.connection() as conn, conn.transaction():
+            self._lock_catalog(conn, catalog.name)
+            self._insert_embeddings(conn, model, new_vectors)
+            conn.execute("DELETE FROM tools WHERE catalog=%s", (catalog.name,))
+            conn.execute(
+                "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
+                " revision, updated_at, source_digest) VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
+                " description=excluded.description, version=excluded.version,"
+                " format=excluded.format, default_scopes=excluded.default_scopes,"
+                " revision=excluded.revision, updated_at=excluded.updated_at,"
+                " source_digest=excluded.source_digest",
+                (
+                    catalog.name,
+                    catalog.title,
+                    catalog.description,
+                    catalog.version,
+                    str(catalog.format),
+                    json.dumps(sorted(catalog.default_scopes)),
+                    revision,
+                    now,
+                    source_digest,
+                ),
+            )
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO tools(catalog, name, position, data, function_name, revision)"
+                    " VALUES(%s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            catalog.name,
+                            stored.tool.name,
+                            position,
+                            tool_to_json(stored.tool),
+                            stored.function_name,
+                            stored.revision,
+                        )
+                        for position, stored in enumerate(tools)
+                    ],
+                )
+            return self._bump_generation(conn)
+
+    def set_source_digest(self, name: str, digest: str) -> None:
+        """Records another source that gives the same catalog (no generation change)."""
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("UPDATE catalogs SET source_digest=%s WHERE name=%s", (digest, name))
+
+    def delete_catalog(self, name: str) -> int | None:
+        """Removes the catalog and its tools; returns the new generation, or None if absent."""
+        with self._pool.connection() as conn, conn.transaction():
+            self._lock_catalog(conn, name)
+            deleted = conn.execute("DELETE FROM catalogs WHERE name=%s", (name,)).rowcount
+            if not deleted:
+                return None
+            return self._bump_generation(conn)

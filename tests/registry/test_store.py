@@ -1,0 +1,249 @@
+"""One store suite, run against both backends: a SQLite file and the machine's PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import numpy as np
+import psycopg
+import pytest
+
+from bench.server_process import serving
+from indexer.model import Catalog, Tool
+from indexer.naming import function_name
+from registry.core import Registry
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.store import PostgresStore, SqliteStore, Store, StoredTool, StoreError, open_store
+from registry.store.postgres import NOTIFY_CHANNEL
+from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
+from tests.conftest import CATALOGS, DATA, CountingEmbedder
+
+MODEL = "model-a"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        opened: Store = SqliteStore(tmp_path / "store.db")
+    else:
+        opened = PostgresStore(request.getfixturevalue("postgres_dsn"))
+    yield opened
+    opened.close()
+
+
+def catalog(name: str, tools: list[str], *, title: str = "T") -> Catalog:
+    return Catalog(
+        name=name,
+        description=f"{name} tools",
+        title=title,
+        version="1.0",
+        default_scopes=frozenset({f"{name}:read"}),
+        tools=tuple(
+            Tool(catalog=name, name=tool, description=f"does {tool}", input_schema={})
+            for tool in tools
+        ),
+    )
+
+
+def stored(cat: Catalog, revision: int = 1) -> list[StoredTool]:
+    return [
+        StoredTool(tool=t, function_name=function_name(cat.name, t.name), revision=revision)
+        for t in cat.tools
+    ]
+
+
+def vector(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(8).astype(np.float32)
+
+
+def test_an_empty_store_has_nothing_at_generation_zero(store: Store) -> None:
+    assert store.generation() == 0
+    assert store.catalogs() == []
+    assert store.embeddings(MODEL, ["x"]) == {}
+    assert store.partition(MODEL) is None
+
+
+def test_a_catalog_its_tools_and_vectors_are_stored_together(store: Store) -> None:
+    crm = catalog("crm", ["find_customer", "create_lead"])
+    vectors = {"h1": vector(1), "h2": vector(2)}
+    generation = store.replace_catalog(crm, 1, stored(crm), MODEL, vectors, source_digest="d1")
+    assert generation == store.generation() == 1
+    [got] = store.catalogs()
+    assert got.catalog == crm
+    assert (got.revision, got.source_digest) == (1, "d1")
+    assert [t.tool.name for t in got.tools] == ["find_customer", "create_lead"]
+    found = store.embeddings(MODEL, ["h1", "h2", "h3"])
+    assert sorted(found) == ["h1", "h2"]
+    np.testing.assert_array_equal(found["h2"], vectors["h2"])
+    # Keyed by (model, document hash): another model has none of them.
+    assert store.embeddings("model-b", ["h1"]) == {}
+
+
+def test_a_replacement_is_whole_and_a_delete_removes_everything(store: Store) -> None:
+    crm = catalog("crm", ["find_customer", "create_lead"])
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    smaller = catalog("crm", ["archive_lead"])
+    assert store.replace_catalog(smaller, 2, stored(smaller, 2), MODEL, {}) == 2
+    [got] = store.catalogs()
+    assert [t.tool.name for t in got.tools] == ["archive_lead"]
+    assert got.revision == 2
+    store.set_source_digest("crm", "d9")
+    assert store.catalogs()[0].source_digest == "d9"
+    assert store.generation() == 2  # a digest is not a change
+    assert store.delete_catalog("crm") == 3
+    assert store.delete_catalog("crm") is None
+    assert store.catalogs() == []
+
+
+def test_a_failed_change_leaves_the_previous_version(store: Store) -> None:
+    crm = catalog("crm", ["find_customer"])
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    hr = catalog("hr", ["find_employee"])
+    store.replace_catalog(hr, 1, stored(hr), MODEL, {})
+    # A function name another catalog holds: the database refuses the whole change.
+    clash = catalog("crm", ["create_lead"])
+    tools = [StoredTool(tool=clash.tools[0], function_name="hr__find_employee", revision=2)]
+    with pytest.raises(Exception, match=r"(?i)unique"):
+        store.replace_catalog(clash, 2, tools, MODEL, {"h9": vector(9)})
+    assert store.generation() == 2
+    names = {c.catalog.name: [t.tool.name for t in c.tools] for c in store.catalogs()}
+    assert names == {"crm": ["find_customer"], "hr": ["find_employee"]}
+    assert store.embeddings(MODEL, ["h9"]) == {}
+
+
+def test_partitions_are_kept_per_model(store: Store) -> None:
+    centroids = np.arange(24, dtype=np.float32).reshape(3, 8)
+    store.put_partition(MODEL, centroids, 1_000)
+    store.put_partition(MODEL, centroids * 2, 4_000)
+    got = store.partition(MODEL)
+    assert got is not None
+    np.testing.assert_array_equal(got[0], centroids * 2)
+    assert got[1] == 4_000
+    assert store.partition("model-b") is None
+
+
+def test_a_registry_restarts_from_postgresql_without_embedding(
+    postgres_dsn: str, embedder: CountingEmbedder
+) -> None:
+    first = open_store(postgres_dsn)
+    registry = Registry(first, embedder)
+    registry.load()
+    registry.register((DATA / "mini.yaml").read_text())
+    before = registry.search("will it rain in Paris tomorrow")
+    first.close()
+    embedder.texts = 0
+    second = open_store(postgres_dsn)
+    restarted = Registry(second, embedder)
+    restarted.load()
+    assert embedder.texts == 0
+    after = restarted.search("will it rain in Paris tomorrow")
+    assert [h.entry.id for h in after.hits] == [h.entry.id for h in before.hits]
+    assert after.generation == before.generation
+    second.close()
+
+
+def test_replicas_starting_together_migrate_once(postgres_dsn: str) -> None:
+    opened: list[PostgresStore] = []
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            opened.append(PostgresStore(postgres_dsn))
+        except BaseException as exc:  # reported by the assertion below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert {s.schema_version() for s in opened} == {POSTGRES_SCHEMA}
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM capreg_schema").fetchone() == (1,)
+    for s in opened:
+        s.close()
+
+
+def test_a_database_newer_than_the_code_is_refused(postgres_dsn: str) -> None:
+    PostgresStore(postgres_dsn).close()
+    with psycopg.connect(postgres_dsn) as conn:
+        conn.execute("UPDATE capreg_schema SET version = version + 1")
+    with pytest.raises(StoreError, match="newer than this capreg"):
+        PostgresStore(postgres_dsn)
+
+
+def test_every_change_is_notified_with_its_generation(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    with psycopg.connect(postgres_dsn, autocommit=True) as listener:
+        listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        crm = catalog("crm", ["find_customer"])
+        store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+        store.delete_catalog("crm")
+        heard = [n.payload for n in listener.notifies(timeout=5, stop_after=2)]
+    assert heard == ["1", "2"]
+    store.close()
+
+
+def test_two_writers_on_one_catalog_leave_one_whole_version(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
+    versions = [catalog("crm", [f"a{i}" for i in range(40)]), catalog("crm", ["b0", "b1"])]
+    barrier = threading.Barrier(2)
+
+    def write(index: int) -> None:
+        barrier.wait()
+        for _ in range(10):
+            cat = versions[index]
+            stores[index].replace_catalog(cat, 1, stored(cat), MODEL, {})
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    [got] = stores[0].catalogs()
+    names = [t.tool.name for t in got.tools]
+    assert names in ([t.name for t in versions[0].tools], [t.name for t in versions[1].tools])
+    assert stores[0].generation() == 20
+    for s in stores:
+        s.close()
+
+
+def test_an_unreachable_database_is_a_clear_error() -> None:
+    with pytest.raises(StoreError, match=r"cannot open postgresql://nobody@127\.0\.0\.1:1/"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", timeout=2)
+
+
+def test_serve_runs_on_postgresql_and_names_an_unreachable_one(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    extra = ["--catalogs", str(CATALOGS)]
+    with (
+        serving(postgres_dsn, tmp_path / "serve.log", extra) as address,
+        grpc.insecure_channel(address) as channel,
+    ):
+        stub = pb_grpc.CapabilityRegistryStub(channel)
+        hits = stub.Search(pb.SearchRequest(query="open a support ticket"), timeout=30).hits
+        assert hits[0].id == "support/create_ticket"
+    assert "postgresql://postgres@127.0.0.1:5432/" in (tmp_path / "serve.log").read_text()
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "registry.cli",
+            "serve",
+            "--db",
+            "postgresql://nobody@127.0.0.1:1/x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode != 0
+    assert "cannot open postgresql://nobody@127.0.0.1:1/x" in refused.stderr
