@@ -61,6 +61,9 @@ class ServerConfig:
     # While catalogs_dir registers at start-up, answer from the store's snapshot (complete,
     # possibly stale) instead of refusing data calls with UNAVAILABLE.
     serve_stale: bool = False
+    # On a shared (PostgreSQL) store: the longest this replica goes without checking for
+    # other replicas' changes (announced changes are applied at once).
+    follow_interval: float = 1.0
     watch_interval: float = 1.0
     model_path: Path | None = None
     # Where the ONNX export of the model is kept (None: ~/.cache/capreg).

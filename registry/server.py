@@ -22,6 +22,7 @@ from registry.catalog_dir import SyncProgress, sync_folder
 from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import CapregError
+from registry.follow import Follower
 from registry.interception import KeyedReflection
 from registry.keys import KeyFileError, KeyStore
 from registry.lanes import Lanes
@@ -29,7 +30,7 @@ from registry.limits import Admission, Admit
 from registry.metrics import Observed, ServiceMetrics
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
-from registry.store import StoreError, open_store
+from registry.store import SharedStore, StoreError, open_store
 from registry.watch import FolderWatcher
 from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
@@ -174,6 +175,10 @@ async def run_server(config: ServerConfig) -> bool:
     if config.catalogs_dir and not config.serve_stale:
         registry.reader.hold(progress.describe)
     await asyncio.to_thread(registry.load)
+    follower = None
+    if isinstance(store, SharedStore):
+        follower = Follower(store, registry.writer, config.follow_interval)
+        follower.start()
     watcher = None
     if config.watch and config.catalogs_dir:
         watcher = FolderWatcher(registry, config.catalogs_dir)
@@ -219,6 +224,8 @@ async def run_server(config: ServerConfig) -> bool:
     if exporter is not None:
         exporter.shutdown()
         exporter.server_close()
+    if follower is not None:
+        follower.stop(max(ends - time.monotonic(), 0.0))
     drained = await lanes.drain(ends - time.monotonic())
     if drained:
         store.close()

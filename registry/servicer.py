@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import time
 
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
 from registry.core import RegisterOutcome, Registry, SearchOutcome
-from registry.errors import CapregError, InvalidRequest
+from registry.errors import CapregError, InvalidRequest, NotReady
 from registry.lanes import Lanes
 from registry.logs import audit
 from registry.proto import registry_pb2 as pb
@@ -16,6 +18,12 @@ from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants, Principal
 from registry.status import Context, mapped, status_for
 from registry.wire import MAX_BATCH_CATALOGS
+
+# min_generation: how long a call without a deadline may wait, how often the snapshot is
+# looked at meanwhile, and what is kept of a deadline for answering once it is reached.
+MAX_GENERATION_WAIT = 10.0
+GENERATION_POLL_SECONDS = 0.005
+GENERATION_ANSWER_MARGIN = 0.05
 
 
 def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
@@ -114,9 +122,30 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     def _grants(self, context: Context) -> Grants:
         return self._principal(context).grants
 
+    async def _at_least(self, generation: int, context: Context) -> None:
+        """Waits until this replica's snapshot holds `generation` (read-your-writes across
+        replicas), up to the call's deadline (at most MAX_GENERATION_WAIT without one)."""
+        if not generation:
+            return
+        remaining = context.time_remaining()
+        waited = MAX_GENERATION_WAIT if remaining is None else min(remaining, MAX_GENERATION_WAIT)
+        # Keep a little of the deadline for the answer itself.
+        ends = time.monotonic() + max(waited - GENERATION_ANSWER_MARGIN, 0.0)
+        while True:
+            current = self._registry.snapshot.generation
+            if current >= generation:
+                return
+            if time.monotonic() >= ends:
+                raise NotReady(
+                    f"this replica is at generation {current}; min_generation {generation} "
+                    "was not reached in time: retry, or ask another replica"
+                )
+            await asyncio.sleep(GENERATION_POLL_SECONDS)
+
     @mapped
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         grants = self._grants(context)
+        await self._at_least(request.min_generation, context)
         reader = self._registry.reader
         checked = reader.prepare(request.query, request.limit, list(request.catalogs), grants)
         # A cache hit is answered here, never queued behind model work.
@@ -130,6 +159,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.GetSchemaRequest, context: Context
     ) -> pb.GetSchemaResponse:
         grants = self._grants(context)
+        await self._at_least(request.min_generation, context)
         # One snapshot answers the tools and the generation together.
         snapshot = self._registry.snapshot
         # Suggestions for unknown ids are CPU work: off the event loop.
@@ -211,6 +241,7 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         self, request: pb.ListCatalogsRequest, context: Context
     ) -> pb.ListCatalogsResponse:
         grants = self._grants(context)
+        await self._at_least(request.min_generation, context)
         snapshot = self._registry.snapshot
         return pb.ListCatalogsResponse(
             catalogs=[

@@ -20,7 +20,7 @@ from registry.errors import (
     ToolsNotFound,
     Unauthenticated,
 )
-from registry.store import StoreError
+from registry.store import StaleCatalog, StoreError
 from registry.wire import MAX_ERROR_CHARS
 
 __all__ = ["Context", "mapped", "status_for"]
@@ -37,6 +37,7 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (NotReady, grpc.StatusCode.UNAVAILABLE),
     (Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (CallerGone, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (StaleCatalog, grpc.StatusCode.ABORTED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
 )
 

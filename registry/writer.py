@@ -33,11 +33,13 @@ from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
 from registry.reader import CatalogView, Snapshot
-from registry.store import Store, StoredCatalog, StoredTool
+from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog, StoredTool
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
 logger = logging.getLogger(__name__)
 MAX_SCOPE_CHARS = 64
+# Catalog changes decided again after another replica wrote the same catalog first.
+MAX_STALE_RETRIES = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +69,15 @@ class _Live:
     view: CatalogView = field(init=False)
     # The catalog's share of a snapshot, made on the first snapshot that holds it.
     segment: Segment | None = None
+
+    @classmethod
+    def of(cls, stored: StoredCatalog) -> _Live:
+        documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
+        return cls(
+            stored=stored,
+            documents=documents,
+            doc_hashes=tuple(document_hash(text) for text in documents),
+        )
 
     def __post_init__(self) -> None:
         catalog = self.stored.catalog
@@ -158,6 +169,8 @@ class Writer:
         # Per required-scope set: the generation of the last change to a tool guarded by it
         # (a caller's view generation is the latest among the sets it may see).
         self._touched: dict[frozenset[str], int] = {}
+        # On a shared store: every change up to this generation is applied here.
+        self._applied = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -168,13 +181,16 @@ class Writer:
         with self._lock:
             live = {}
             texts: dict[str, str] = {}
-            for stored in self._store.catalogs():
-                documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
-                hashes = tuple(document_hash(text) for text in documents)
-                texts.update(zip(hashes, documents, strict=True))
-                live[stored.catalog.name] = _Live(
-                    stored=stored, documents=documents, doc_hashes=hashes
-                )
+            if isinstance(self._store, SharedStore):
+                # The catalogs and the generation from one snapshot of the database.
+                changes = self._store.changes_since(-1)
+                catalogs, loaded = changes.changed, changes.generation
+            else:
+                catalogs, loaded = self._store.catalogs(), self._store.generation()
+            for stored in catalogs:
+                entry = _Live.of(stored)
+                texts.update(zip(entry.doc_hashes, entry.documents, strict=True))
+                live[stored.catalog.name] = entry
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
             self._live = live
@@ -186,7 +202,7 @@ class Writer:
             self._function_owners = {
                 t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
             }
-            loaded = self._store.generation()
+            self._applied = loaded
             # History before this start is unknown: every scope set counts as changed now.
             self._touched = {s: loaded for c in live.values() for s in _scope_sets(c.stored)}
             tools = self._rebuild(loaded)
@@ -202,6 +218,89 @@ class Writer:
     def generation(self) -> int:
         """The generation of the last change (NotReady while loading)."""
         return self._current_generation()
+
+    def catch_up(self) -> int:
+        """Applies what other replicas stored since this one last looked (a shared store
+        only): their catalogs join a new snapshot with the vectors they stored, nothing is
+        embedded. Returns how many catalogs changed here."""
+        if not isinstance(self._store, SharedStore):
+            return 0
+        self._current_generation()  # NotReady while loading
+        with self._lock:
+            return self._catch_up_locked()
+
+    def _catch_up_locked(self) -> int:
+        assert isinstance(self._store, SharedStore)
+        if self._store.generation() <= self._applied:
+            return 0
+        changes = self._store.changes_since(self._applied)
+        applied = 0
+        for stored in changes.changed:
+            current = self._live.get(stored.catalog.name)
+            if current is not None and current.stored.revision == stored.revision:
+                continue  # this replica's own write, or one it has already applied
+            entry = _Live.of(stored)
+            missing = self._embed_missing(dict(zip(entry.doc_hashes, entry.documents, strict=True)))
+            if missing:  # the writer stores its vectors in the same transaction
+                logger.warning("%d vectors missing from the store, embedded here", len(missing))
+                self._vectors.update(missing)
+            self._take(current, entry, changes.generation)
+            applied += 1
+        for name in changes.deleted:
+            current = self._live.get(name)
+            if current is not None:
+                self._drop(current, changes.generation)
+                applied += 1
+        self._applied = changes.generation
+        if applied:
+            self._rebuild(max(changes.generation, self._generation or 0))
+            logger.info("caught up to generation %d: %d catalogs", changes.generation, applied)
+        return applied
+
+    def _replace_current(self, catalog: Catalog, digest: str) -> RegisterOutcome:
+        """`_replace`, decided against the store's current version of the catalog: when
+        another replica wrote it in between, catch up and decide again (a bounded number of
+        times; past that StaleCatalog reaches the caller as ABORTED, to retry)."""
+        for attempt in range(MAX_STALE_RETRIES + 1):
+            self._follow()
+            try:
+                return self._replace(catalog, digest)
+            except StaleCatalog:
+                if attempt == MAX_STALE_RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _follow(self) -> None:
+        """Before a change on a shared store: take in what other replicas stored, so the
+        change is decided against the current version (under the writer lock)."""
+        if isinstance(self._store, SharedStore):
+            self._catch_up_locked()
+
+    def _take(self, current: _Live | None, entry: _Live, generation: int) -> None:
+        """`entry` replaces `current` (None: a new catalog) in memory."""
+        name = entry.stored.catalog.name
+        if current is not None:
+            self._forget_functions(current)
+        self._forget_source(name)
+        if entry.stored.source_digest:
+            self._sources[entry.stored.source_digest] = name
+            self._source_of[name] = entry.stored.source_digest
+        self._live[name] = entry
+        self._function_owners.update((t.function_name, t.tool.id) for t in entry.stored.tools)
+        before = _scope_sets(current.stored) if current is not None else set()
+        self._touch(before | _scope_sets(entry.stored), generation)
+
+    def _drop(self, current: _Live, generation: int) -> None:
+        name = current.stored.catalog.name
+        del self._live[name]
+        self._forget_source(name)
+        self._forget_functions(current)
+        self._touch(_scope_sets(current.stored), generation)
+
+    def _advance(self, generation: int) -> None:
+        """Counts this replica's own change as applied when nothing was missed before it."""
+        if generation == self._applied + 1:
+            self._applied = generation
 
     def _current_generation(self) -> int:
         generation = self._generation
@@ -226,6 +325,7 @@ class Writer:
         policy = f"{self._default_scope}\0{self._refuse_poisoning}"
         digest = hashlib.sha256(f"{name}\0{fmt}\0{policy}\0{content}".encode()).hexdigest()
         with self._lock:
+            self._follow()
             unchanged = self._unchanged_source(digest)
             if unchanged is not None:
                 return unchanged
@@ -235,9 +335,8 @@ class Writer:
         if self._refuse_poisoning and poisoning:
             raise CatalogError(catalog.name, poisoning, catalog)
         with self._lock:
-            outcome = replace(
-                self._replace(catalog, digest), warnings=warnings, assigned_scope=assigned
-            )
+            written = self._replace_current(catalog, digest)
+            outcome = replace(written, warnings=warnings, assigned_scope=assigned)
             self._forget_source(catalog.name)
             self._sources[digest] = catalog.name
             self._source_of[catalog.name] = digest
@@ -333,7 +432,9 @@ class Writer:
             self._embedder.model_id,
             new_vectors,
             source_digest=digest,
+            replaces=current.stored.revision if current is not None else 0,
         )
+        self._advance(generation)
         self._vectors.update(new_vectors)
         if current is not None:
             self._forget_functions(current)
@@ -404,17 +505,17 @@ class Writer:
                 f"(got {len(name)})"
             )
         with self._lock:
+            self._follow()
             current = self._live.get(name)
             if current is None:
                 close = difflib.get_close_matches(name, sorted(self._live), n=3, cutoff=0.5)
                 raise CatalogNotFound(name, close)
             generation = self._store.delete_catalog(name)
-            if generation is None:  # pragma: no cover - memory and store disagree
+            if generation is None:  # another replica deleted it first
+                self._follow()
                 raise CatalogNotFound(name)
-            del self._live[name]
-            self._forget_source(name)
-            self._forget_functions(current)
-            self._touch(_scope_sets(current.stored), generation)
+            self._advance(generation)
+            self._drop(current, generation)
             self._rebuild(generation)
             return len(current.stored.tools), generation
 

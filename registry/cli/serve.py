@@ -83,6 +83,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         progress=sys.stderr.isatty(),
         watch=args.watch,
         serve_stale=args.serve_stale,
+        follow_interval=args.follow_interval,
         metrics_listen=args.metrics,
         read_workers=args.read_workers,
         catalogs=CatalogPolicy(
@@ -173,6 +174,13 @@ def add_parser(commands: Any) -> None:
     )
     serve.add_argument(
         "--watch", action="store_true", help="register, update and delete as --catalogs changes"
+    )
+    serve.add_argument(
+        "--follow-interval",
+        type=float,
+        default=ServerConfig().follow_interval,
+        help="with a PostgreSQL --db: the most seconds between checks for other replicas' "
+        "changes (announced changes are applied at once)",
     )
     serve.add_argument(
         "--serve-stale",

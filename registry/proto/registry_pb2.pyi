@@ -39,11 +39,18 @@ class SearchRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     CATALOGS_FIELD_NUMBER: _builtins.int
+    MIN_GENERATION_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """What the agent needs, in words. Required; at most 32,000 characters."""
     limit: _builtins.int
     """Number of hits wanted, at most 50. 0 (the default) asks for the registry's confident
     set: the best tool for each thing the request asks for, at most 5 — possibly fewer.
+    """
+    min_generation: _builtins.int
+    """Read-your-writes across replicas: answer only from a snapshot that holds generation
+    `min_generation` (a RegisterCatalog / DeleteCatalog response's index_generation). A
+    replica that has not applied it yet waits, up to the call's deadline, then fails with
+    UNAVAILABLE naming the generation it is at. 0: any snapshot.
     """
     @_builtins.property
     def catalogs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -55,10 +62,11 @@ class SearchRequest(_message.Message):
         query: _builtins.str = ...,
         limit: _builtins.int = ...,
         catalogs: _abc.Iterable[_builtins.str] | None = ...,
+        min_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalogs", b"catalogs", "limit", b"limit", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalogs", b"catalogs", "limit", b"limit", "min_generation", b"min_generation", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -158,6 +166,9 @@ class GetSchemaRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     IDS_FIELD_NUMBER: _builtins.int
+    MIN_GENERATION_FIELD_NUMBER: _builtins.int
+    min_generation: _builtins.int
+    """As SearchRequest.min_generation."""
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Tool ids, 1 to 50, as returned in SearchHit.id. Duplicates are answered once."""
@@ -166,10 +177,11 @@ class GetSchemaRequest(_message.Message):
         self,
         *,
         ids: _abc.Iterable[_builtins.str] | None = ...,
+        min_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids", "min_generation", b"min_generation"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -503,12 +515,17 @@ Global___DeleteCatalogResponse: _TypeAlias = DeleteCatalogResponse  # noqa: Y015
 class ListCatalogsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    MIN_GENERATION_FIELD_NUMBER: _builtins.int
+    min_generation: _builtins.int
+    """As SearchRequest.min_generation."""
     def __init__(
         self,
+        *,
+        min_generation: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["min_generation", b"min_generation"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from registry.store.base import Store, StoredCatalog, StoredTool, StoreError
+from registry.store.base import (
+    Changes,
+    SharedStore,
+    StaleCatalog,
+    Store,
+    StoredCatalog,
+    StoredTool,
+    StoreError,
+)
 from registry.store.postgres import PostgresStore, is_postgres
 from registry.store.sqlite import SCHEMA_VERSION, SqliteStore
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Changes",
     "PostgresStore",
+    "SharedStore",
     "SqliteStore",
+    "StaleCatalog",
     "Store",
     "StoreError",
     "StoredCatalog",

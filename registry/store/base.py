@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import orjson
@@ -78,6 +78,28 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
     )
 
 
+class StaleCatalog(CapregError):
+    """The catalog changed in the store since this process read it (another replica wrote
+    it): catch up and decide again."""
+
+    def __init__(self, name: str, expected: int, stored: int) -> None:
+        super().__init__(
+            f"catalog {name!r} is at revision {stored} in the store, not {expected}; "
+            "another writer changed it"
+        )
+        self.name = name
+        self.stored = stored
+
+
+@dataclass(frozen=True, kw_only=True)
+class Changes:
+    """What changed in a store after some generation (see PostgresStore.changes_since)."""
+
+    changed: list[StoredCatalog]
+    deleted: list[str]
+    generation: int
+
+
 class Store(Protocol):
     """Catalogs, tools, embeddings, IVF partitions and the generation, kept durably."""
 
@@ -117,9 +139,11 @@ class Store(Protocol):
         new_vectors: Mapping[str, NDArray[np.float32]],
         *,
         source_digest: str = "",
+        replaces: int | None = None,
     ) -> int:
         """Stores `catalog` in place of any previous version, with the vectors it adds, in
-        one transaction; returns the new generation."""
+        one transaction; returns the new generation. With `replaces`, the stored revision must
+        still be that one (0: none stored), else `StaleCatalog` and nothing changes."""
         ...
 
     def set_source_digest(self, name: str, digest: str) -> None:
@@ -128,4 +152,19 @@ class Store(Protocol):
 
     def delete_catalog(self, name: str) -> int | None:
         """Removes the catalog and its tools; returns the new generation, or None if absent."""
+        ...
+
+
+@runtime_checkable
+class SharedStore(Store, Protocol):
+    """A store several replicas write: each can ask what the others changed."""
+
+    def changes_since(self, generation: int) -> Changes:
+        """The catalogs stored and the names deleted after `generation`, and the generation
+        they bring the caller to, from one snapshot of the store."""
+        ...
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for another change to be committed; True when one
+        was announced (False also after a lost connection: the caller checks anyway)."""
         ...

@@ -10,6 +10,8 @@ an advisory lock: replicas starting together migrate once.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -21,8 +23,17 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from indexer.model import Catalog, CatalogFormat
-from registry.store.base import StoredCatalog, StoredTool, StoreError, tool_from_json, tool_to_json
+from registry.store.base import (
+    Changes,
+    StaleCatalog,
+    StoredCatalog,
+    StoredTool,
+    StoreError,
+    tool_from_json,
+    tool_to_json,
+)
 
+logger = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 NOTIFY_CHANNEL = "capreg_generation"
 # Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
@@ -42,7 +53,12 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
             default_scopes TEXT NOT NULL,
             revision BIGINT NOT NULL,
             updated_at TIMESTAMPTZ NOT NULL,
-            source_digest TEXT NOT NULL DEFAULT ''
+            source_digest TEXT NOT NULL DEFAULT '',
+            generation BIGINT NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE IF NOT EXISTS tombstones (
+            name TEXT PRIMARY KEY,
+            generation BIGINT NOT NULL
         )""",
         """CREATE TABLE IF NOT EXISTS tools (
             catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
@@ -90,8 +106,18 @@ class PostgresStore:
         """Opens a pool of up to `pool_size` connections, waiting up to `timeout` seconds for
         the first, and brings the schema up to date."""
         self.location = describe(dsn)
+        self._dsn = dsn
+        # The connection that LISTENs for other replicas' changes (opened on first wait).
+        self._listener: psycopg.Connection[tuple[object, ...]] | None = None
         self._pool = ConnectionPool(
-            dsn, min_size=1, max_size=pool_size, open=False, timeout=timeout, name="capreg-store"
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=timeout,
+            name="capreg-store",
+            # A connection the server dropped (a restart) is replaced before it is used.
+            check=ConnectionPool.check_connection,
         )
         try:
             self._pool.open(wait=True, timeout=timeout)
@@ -128,7 +154,25 @@ class PostgresStore:
         return int(row[0]) if row else 0
 
     def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
         self._pool.close()
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for a change to be announced on NOTIFY_CHANNEL.
+        A lost connection is reopened on the next call (False meanwhile)."""
+        try:
+            if self._listener is None or self._listener.closed:
+                self._listener = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
+                self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            return any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
+        except psycopg.Error as exc:
+            logger.warning("change notifications lost (%s); reconnecting", type(exc).__name__)
+            if self._listener is not None:
+                self._listener.close()
+            self._listener = None
+            time.sleep(min(timeout, 1.0))
+            return False
 
     def generation(self) -> int:
         with self._pool.connection() as conn:
@@ -153,17 +197,33 @@ class PostgresStore:
 
     def catalogs(self) -> list[StoredCatalog]:
         """Every stored catalog with its tools (used at start-up)."""
+        return self.changes_since(-1).changed
+
+    def changes_since(self, generation: int) -> Changes:
+        """The catalogs stored and the names deleted after `generation`, and the generation
+        they bring the caller to: all read from one snapshot of the database."""
         with self._pool.connection() as conn, conn.transaction():
-            # One snapshot of the database for both queries.
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            row = conn.execute("SELECT value FROM capreg_meta WHERE key='generation'").fetchone()
+            current = int(str(row[0])) if row else 0
             catalog_rows = conn.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest FROM catalogs ORDER BY name"
+                " source_digest FROM catalogs WHERE generation > %s ORDER BY name",
+                (generation,),
             ).fetchall()
             tool_rows = conn.execute(
-                "SELECT catalog, name, data, function_name, revision "
-                "FROM tools ORDER BY catalog, position"
+                "SELECT t.catalog, t.name, t.data, t.function_name, t.revision FROM tools t"
+                " JOIN catalogs c ON c.name = t.catalog WHERE c.generation > %s"
+                " ORDER BY t.catalog, t.position",
+                (generation,),
             ).fetchall()
+            deleted = [
+                str(name)
+                for (name,) in conn.execute(
+                    "SELECT name FROM tombstones WHERE generation > %s ORDER BY name",
+                    (generation,),
+                ).fetchall()
+            ]
         by_catalog: dict[str, list[StoredTool]] = {}
         for catalog, name, data, function_name, revision in tool_rows:
             by_catalog.setdefault(str(catalog), []).append(
@@ -193,7 +253,7 @@ class PostgresStore:
                     source_digest=str(digest),
                 )
             )
-        return result
+        return Changes(changed=result, deleted=deleted, generation=current)
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
         """Stored vectors for whichever of `doc_hashes` have one under `model`."""
@@ -263,12 +323,21 @@ class PostgresStore:
         new_vectors: Mapping[str, NDArray[np.float32]],
         *,
         source_digest: str = "",
+        replaces: int | None = None,
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
-        generation."""
+        generation. With `replaces`, the stored revision must still be that one (0: no
+        catalog of that name), else `StaleCatalog` and nothing is stored."""
         now = datetime.now(UTC)
         with self._pool.connection() as conn, conn.transaction():
             self._lock_catalog(conn, catalog.name)
+            if replaces is not None:
+                row = conn.execute(
+                    "SELECT revision FROM catalogs WHERE name=%s", (catalog.name,)
+                ).fetchone()
+                stored = int(str(row[0])) if row else 0
+                if stored != replaces:
+                    raise StaleCatalog(catalog.name, replaces, stored)
             self._insert_embeddings(conn, model, new_vectors)
             conn.execute("DELETE FROM tools WHERE catalog=%s", (catalog.name,))
             conn.execute(
@@ -291,6 +360,7 @@ class PostgresStore:
                     source_digest,
                 ),
             )
+            conn.execute("DELETE FROM tombstones WHERE name=%s", (catalog.name,))
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO tools(catalog, name, position, data, function_name, revision)"
@@ -307,7 +377,11 @@ class PostgresStore:
                         for position, stored in enumerate(tools)
                     ],
                 )
-            return self._bump_generation(conn)
+            generation = self._bump_generation(conn)
+            conn.execute(
+                "UPDATE catalogs SET generation=%s WHERE name=%s", (generation, catalog.name)
+            )
+            return generation
 
     def set_source_digest(self, name: str, digest: str) -> None:
         """Records another source that gives the same catalog (no generation change)."""
@@ -321,4 +395,11 @@ class PostgresStore:
             deleted = conn.execute("DELETE FROM catalogs WHERE name=%s", (name,)).rowcount
             if not deleted:
                 return None
-            return self._bump_generation(conn)
+            generation = self._bump_generation(conn)
+            # Replicas that follow the store learn of the delete from its tombstone.
+            conn.execute(
+                "INSERT INTO tombstones(name, generation) VALUES(%s, %s) ON CONFLICT(name) "
+                "DO UPDATE SET generation=excluded.generation",
+                (name, generation),
+            )
+            return generation

@@ -16,7 +16,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.model import Catalog, CatalogFormat
-from registry.store.base import StoredCatalog, StoredTool, StoreError, tool_from_json, tool_to_json
+from registry.store.base import (
+    StaleCatalog,
+    StoredCatalog,
+    StoredTool,
+    StoreError,
+    tool_from_json,
+    tool_to_json,
+)
 
 SCHEMA_VERSION = 2
 # Each step takes a store from the version before it to its own.
@@ -238,11 +245,19 @@ class SqliteStore:
         new_vectors: Mapping[str, NDArray[np.float32]],
         *,
         source_digest: str = "",
+        replaces: int | None = None,
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
-        generation."""
+        generation (`replaces`: see the Store protocol)."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         with self._transaction() as db:
+            if replaces is not None:
+                row = db.execute(
+                    "SELECT revision FROM catalogs WHERE name=?", (catalog.name,)
+                ).fetchone()
+                stored = int(row[0]) if row else 0
+                if stored != replaces:
+                    raise StaleCatalog(catalog.name, replaces, stored)
             self._insert_embeddings(db, model, new_vectors)
             db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
             db.execute(

@@ -1,0 +1,171 @@
+"""Replicas on one PostgreSQL database: each follows the others' changes, embeds nothing it
+did not write, and answers read-your-writes with min_generation."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+
+from bench.server_process import free_port, wait_serving
+from registry.core import Registry
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.store import PostgresStore
+from tests.conftest import DATA, CountingEmbedder
+
+MINI = (DATA / "mini.yaml").read_text()
+
+
+def version(name: str, tools: int, tag: str) -> str:
+    """A catalog `name` of `tools` tools whose descriptions carry `tag`."""
+    document = {
+        "capreg": 1,
+        "name": name,
+        "description": f"version {tag}",
+        "default_scopes": [f"{name}:read"],
+        "tools": [
+            {
+                "name": f"tool_{tag}_{i}",
+                "description": f"Does task {i} of version {tag}.",
+                "input_schema": {"type": "object"},
+            }
+            for i in range(tools)
+        ],
+    }
+    return yaml.safe_dump(document)
+
+
+def test_a_replica_catches_up_without_embedding(
+    postgres_dsn: str, embedder: CountingEmbedder
+) -> None:
+    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
+    writer, follower = (Registry(store, embedder) for store in stores)
+    writer.load()
+    follower.load()
+    registered = writer.register(MINI)
+    embedder.texts = 0
+    assert follower.writer.catch_up() == 1
+    assert embedder.texts == 0
+    found = follower.search("will it rain in Paris tomorrow")
+    assert found.hits[0].entry.id == "mini/get_weather_forecast"
+    assert found.generation == registered.generation
+    # Its own later write is decided against the version it caught up with.
+    again = follower.register(MINI.replace("Returns the weather", "Gives the weather"))
+    assert again.revision == registered.revision + 1
+    writer.writer.catch_up()
+    assert writer.snapshot.generation == again.generation
+    writer.delete("mini")
+    follower.writer.catch_up()
+    assert follower.catalogs() == []
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
+    """Three `capreg serve` processes on one PostgreSQL schema."""
+    processes, addresses = [], []
+    logs = []
+    try:
+        for index in range(3):
+            address = f"127.0.0.1:{free_port()}"
+            log = (tmp_path / f"replica-{index}.log").open("w")
+            logs.append(log)
+            command = [sys.executable, "-m", "registry.cli", "serve", "--db", postgres_dsn]
+            command += ["--listen", address, "--follow-interval", "0.5"]
+            processes.append(subprocess.Popen(command, stdout=log, stderr=log))
+            addresses.append(address)
+        for address, process in zip(addresses, processes, strict=True):
+            wait_serving(address, process, seconds=180)
+        yield addresses
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+        for log in logs:
+            log.close()
+
+
+def stub(address: str) -> pb_grpc.CapabilityRegistryStub:
+    return pb_grpc.CapabilityRegistryStub(grpc.insecure_channel(address))
+
+
+def test_three_replicas_share_every_change_and_read_their_writes(
+    replicas: list[str], tmp_path: Path
+) -> None:
+    first, *others = (stub(a) for a in replicas)
+    registered = first.RegisterCatalog(pb.RegisterCatalogRequest(content=MINI), timeout=60)
+    assert registered.embedded == 3
+    wanted = registered.index_generation
+    for other in others:
+        request = pb.SearchRequest(query="will it rain in Paris", min_generation=wanted)
+        reply = other.Search(request, timeout=10)
+        assert reply.hits[0].id == "mini/get_weather_forecast"
+        listed = other.ListCatalogs(pb.ListCatalogsRequest(min_generation=wanted), timeout=10)
+        assert [c.name for c in listed.catalogs] == ["mini"]
+    # A generation nobody has reached: UNAVAILABLE within the deadline, naming where it is.
+    with pytest.raises(grpc.RpcError) as refused:
+        others[0].GetSchema(
+            pb.GetSchemaRequest(ids=["mini/convert_currency"], min_generation=wanted + 100),
+            timeout=1.0,
+        )
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert f"at generation {wanted}" in (refused.value.details() or "")
+    # Only the writing replica embedded anything.
+    logs = [(tmp_path / f"replica-{i}.log").read_text() for i in range(3)]
+    assert all("embedded here" not in log for log in logs)
+
+
+def test_two_replicas_racing_on_one_catalog_leave_one_whole_version(
+    replicas: list[str],
+) -> None:
+    stubs = [stub(a) for a in replicas[:2]]
+    barrier = threading.Barrier(2)
+    applied: list[int] = [0, 0]
+
+    def write(index: int) -> None:
+        barrier.wait()
+        for round_ in range(5):
+            content = version("race", 3 + index, f"r{index}x{round_}")
+            reply = stubs[index].RegisterCatalog(
+                pb.RegisterCatalogRequest(content=content), timeout=120
+            )
+            applied[index] += 1 if reply.added or reply.updated or reply.removed else 0
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    time.sleep(0.1)
+    views = []
+    for address in replicas:
+        client = stub(address)
+        generation = max(
+            client.ListCatalogs(pb.ListCatalogsRequest(), timeout=10).index_generation, 1
+        )
+        # Wait for every replica to reach the last write.
+        last = stubs[0].ListCatalogs(pb.ListCatalogsRequest(), timeout=10).index_generation
+        listed = client.ListCatalogs(
+            pb.ListCatalogsRequest(min_generation=max(last, generation)), timeout=10
+        )
+        [race] = [c for c in listed.catalogs if c.name == "race"]
+        found = client.Search(pb.SearchRequest(query="does task", limit=10), timeout=30)
+        seen = {h.name.split("_")[1] for h in found.hits if h.catalog == "race"}
+        views.append((race.revision, race.tool_count, tuple(sorted(seen))))
+    # Every replica sees the same whole version: one tag, its own tool count.
+    assert len(set(views)) == 1, views
+    revision, tools, tags = views[0]
+    assert len(tags) == 1
+    assert tools == 3 + int(tags[0][1])
+    assert revision == sum(applied)
