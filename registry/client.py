@@ -9,6 +9,7 @@ and `AsyncRegistryClient` (grpc.aio, for the bridge).
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -128,10 +129,36 @@ def channel_target(address: str) -> str:
     return f"ipv{families.pop()}:{','.join(parts)}"
 
 
+# Reads are idempotent: one a replica answers UNAVAILABLE (loading, a generation it has not
+# reached, going away) is tried again, on the next replica with round-robin.
+RETRIED_READS = ("Search", "GetSchema", "ListCatalogs")
+SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [
+                    {"service": "capreg.v1.CapabilityRegistry", "method": method}
+                    for method in RETRIED_READS
+                ],
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "0.5s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
+
+
 def channel_options(target: RegistryTarget) -> list[tuple[str, Any]]:
     options: list[tuple[str, Any]] = [
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", SERVICE_CONFIG),
     ]
     if "," in target.address:
         options.append(("grpc.lb_policy_name", "round_robin"))

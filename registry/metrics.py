@@ -86,7 +86,9 @@ class _StateCollector(Collector):
 
 class Observed(UnaryInterceptor):
     """Counts and times every unary RPC by status code, and gives each call a request id
-    (the caller's `x-request-id` when it sends one, echoed back in the initial metadata)."""
+    (the caller's `x-request-id` when it sends one, echoed back in the trailing metadata:
+    sending initial metadata first would commit the call, and a read a replica refuses as
+    UNAVAILABLE could no longer be retried on another)."""
 
     def __init__(self, metrics: ServiceMetrics) -> None:
         self._metrics = metrics
@@ -101,7 +103,7 @@ class Observed(UnaryInterceptor):
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             try:
-                await context.send_initial_metadata(((REQUEST_ID_HEADER, request_id),))
+                context.set_trailing_metadata(((REQUEST_ID_HEADER, request_id),))
                 return await behaviour(request, context)
             except grpc.aio.AbortError:
                 code = context.code() or grpc.StatusCode.UNKNOWN

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
@@ -22,7 +23,8 @@ from registry.client import (
     parse_suggestions,
 )
 from registry.core import Registry
-from tests.conftest import start_server
+from registry.store import SqliteStore
+from tests.conftest import CountingEmbedder, copy_db, start_server
 
 NOT_FOUND_MESSAGE = (
     "unknown tool id: 'hr/get_employe' (did you mean: hr/get_employee, hr/search_employees); "
@@ -121,3 +123,24 @@ async def test_calls_are_spread_over_replica_addresses(sample_registry: Registry
         await second.stop(None)
     assert all(r.catalogs for r in replies)
     assert survivor.catalogs == replies[0].catalogs
+
+
+async def test_a_read_a_replica_refuses_as_unavailable_is_retried_on_another(
+    sample_registry: Registry, sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    loading = Registry(SqliteStore(copy_db(sample_db, tmp_path)), embedder)
+    loading.load()
+    loading.reader.hold(lambda: "3 of 9 catalog files registered")
+    first, one = await start_server(loading)
+    second, two = await start_server(sample_registry)
+    try:
+        target = RegistryTarget(address=f"{one},{two}", timeout=10.0)
+        with RegistryClient(target) as client:
+            replies = [
+                await asyncio.to_thread(client.search, "open a support ticket") for _ in range(6)
+            ]
+    finally:
+        await first.stop(None)
+        await second.stop(None)
+    # Half the calls reached the loading replica first; none failed.
+    assert all(r.hits[0].id == "support/create_ticket" for r in replies)

@@ -89,10 +89,10 @@ async def test_each_call_carries_a_request_id_the_caller_can_set(served: Served)
         pb.ListCatalogsRequest(), metadata=(*auth, ("x-request-id", "trace-42"))
     )
     await call
-    assert ("x-request-id", "trace-42") in list(await call.initial_metadata())
+    assert ("x-request-id", "trace-42") in list(await call.trailing_metadata())
     other = served.stub.ListCatalogs(pb.ListCatalogsRequest(), metadata=auth)
     await other
-    given = dict(await other.initial_metadata())["x-request-id"]
+    given = dict(await other.trailing_metadata())["x-request-id"]
     assert len(str(given)) == 16
 
 
@@ -148,3 +148,13 @@ async def test_metrics_are_served_over_http(served: Served) -> None:
         exporter.shutdown()
         exporter.server_close()
     assert "capreg_index_tools" in body
+
+
+async def test_a_refused_call_still_carries_its_request_id(served: Served) -> None:
+    call = served.stub.ListCatalogs(
+        pb.ListCatalogsRequest(), metadata=(("x-request-id", "trace-43"),)
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert ("x-request-id", "trace-43") in list(await call.trailing_metadata())
