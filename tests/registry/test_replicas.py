@@ -70,9 +70,13 @@ def test_a_replica_catches_up_without_embedding(
         store.close()
 
 
+# The processes behind the `replicas` fixture's addresses (a test kills one).
+PROCESSES: dict[str, subprocess.Popen[bytes]] = {}
+
+
 @pytest.fixture
 def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
-    """Three `capreg serve` processes on one PostgreSQL schema."""
+    """Three `capreg serve` processes on one PostgreSQL schema; yields their addresses."""
     processes, addresses = [], []
     logs = []
     try:
@@ -86,12 +90,15 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
             addresses.append(address)
         for address, process in zip(addresses, processes, strict=True):
             wait_serving(address, process, seconds=180)
+            PROCESSES[address] = process
         yield addresses
     finally:
         for process in processes:
-            process.send_signal(signal.SIGTERM)
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
         for process in processes:
             process.wait(timeout=60)
+        PROCESSES.clear()
         for log in logs:
             log.close()
 
@@ -169,3 +176,89 @@ def test_two_replicas_racing_on_one_catalog_leave_one_whole_version(
     assert len(tags) == 1
     assert tools == 3 + int(tags[0][1])
     assert revision == sum(applied)
+
+
+def many_tools(name: str, count: int, tag: str) -> str:
+    """A catalog whose tools all need embedding (each description is new)."""
+    document = {
+        "capreg": 1,
+        "name": name,
+        "description": f"{name} {tag}",
+        "default_scopes": [f"{name}:read"],
+        "tools": [
+            {
+                "name": f"op_{i}",
+                "description": f"Operation {i} for {tag}: handles case {i * 7919 % 1009}.",
+                "input_schema": {"type": "object"},
+            }
+            for i in range(count)
+        ],
+    }
+    return yaml.safe_dump(document)
+
+
+def test_killing_the_writing_replica_leaves_the_old_or_the_new_version_everywhere(
+    replicas: list[str], tmp_path: Path
+) -> None:
+    writer, *others = (stub(a) for a in replicas)
+    old = writer.RegisterCatalog(
+        pb.RegisterCatalogRequest(content=many_tools("big", 5, "old")), timeout=60
+    )
+    call = writer.RegisterCatalog.future(
+        pb.RegisterCatalogRequest(content=many_tools("big", 400, "new")), timeout=120
+    )
+    time.sleep(1.0)  # the writer is embedding 400 new tools
+    PROCESSES[replicas[0]].send_signal(signal.SIGKILL)
+    with pytest.raises(grpc.RpcError):
+        call.result()
+    counts = set()
+    for other in others:
+        time.sleep(1.0)  # one follow interval and more
+        listed = other.ListCatalogs(
+            pb.ListCatalogsRequest(min_generation=old.index_generation), timeout=10
+        )
+        [big] = [c for c in listed.catalogs if c.name == "big"]
+        counts.add(big.tool_count)
+    assert len(counts) == 1
+    assert counts <= {5, 400}
+
+
+def restart_command() -> list[str]:
+    """How to restart the test PostgreSQL server (the local cluster on its port)."""
+    listing = subprocess.run(
+        ["pg_lsclusters", "--no-header"], capture_output=True, text=True, check=True
+    ).stdout
+    for line in listing.splitlines():
+        version, cluster, port, *_ = line.split()
+        if port == "5432":
+            return ["pg_ctlcluster", version, cluster, "restart"]
+    raise AssertionError(f"no local PostgreSQL cluster on port 5432 in:\n{listing}")
+
+
+def test_replicas_answer_through_a_database_restart_and_catch_up_after(
+    replicas: list[str],
+) -> None:
+    first, second, _ = (stub(a) for a in replicas)
+    before = first.RegisterCatalog(pb.RegisterCatalogRequest(content=MINI), timeout=60)
+    subprocess.run(restart_command(), check=True, timeout=120)
+    # Searches never touch the database: answered from the snapshot throughout.
+    reply = second.Search(
+        pb.SearchRequest(query="will it rain", min_generation=before.index_generation), timeout=10
+    )
+    assert reply.hits[0].id == "mini/get_weather_forecast"
+    # Writes reconnect by themselves; the other replica reconnects its listener and catches up.
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            after = first.RegisterCatalog(
+                pb.RegisterCatalogRequest(content=version("fresh", 2, "after")), timeout=30
+            )
+            break
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    listed = second.ListCatalogs(
+        pb.ListCatalogsRequest(min_generation=after.index_generation), timeout=10
+    )
+    assert {c.name for c in listed.catalogs} == {"mini", "fresh"}
