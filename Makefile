@@ -7,7 +7,7 @@ DATA ?= .capreg
 LISTEN ?= 127.0.0.1:50051
 PYTEST_ARGS ?=
 
-.PHONY: install serve test lint proto eval bench fast-paths context clean
+.PHONY: install serve cluster test lint proto eval bench fast-paths context clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,20 @@ serve: $(STAMP) $(DATA)/keys.yaml
 	@echo "Development keys (admin, then read-only); use them with: source $(DATA)/dev-keys.env"
 	@cat $(DATA)/dev-keys.env
 	$(VENV)/bin/capreg serve --db $(DATA)/registry.db --catalogs catalogs --listen $(LISTEN) --keys $(DATA)/keys.yaml
+
+# Three replicas on the machine's PostgreSQL (CLUSTER_DB: any postgresql:// DSN; the database
+# is created when missing), the first registering the bundled catalogs. Ctrl-C stops all.
+CLUSTER_DB ?= postgresql://postgres@127.0.0.1:5432/capreg
+CLUSTER_PORTS ?= 50051 50052 50053
+cluster: $(STAMP) $(DATA)/keys.yaml
+	$(PY) -m registry.store.create_database '$(CLUSTER_DB)'
+	@echo "Replicas on 127.0.0.1 ports $(CLUSTER_PORTS); client target:"
+	@echo "  --server ipv4:$$(for p in $(CLUSTER_PORTS); do printf '127.0.0.1:%s,' $$p; done | sed 's/,$$//')"
+	@cat $(DATA)/dev-keys.env
+	@trap 'kill 0' INT TERM; first=1; for port in $(CLUSTER_PORTS); do \
+	  extra=; [ $$first = 1 ] && extra="--catalogs catalogs"; first=0; \
+	  $(VENV)/bin/capreg serve --db '$(CLUSTER_DB)' --listen 127.0.0.1:$$port --keys $(DATA)/keys.yaml $$extra & \
+	done; wait
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: $(STAMP)

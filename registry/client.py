@@ -104,7 +104,10 @@ class RegistryTarget:
 
 
 def channel_target(address: str) -> str:
-    """The gRPC target for one HOST:PORT or a comma-separated list of IP:PORT addresses."""
+    """The gRPC target for one HOST:PORT or a comma-separated list of IP:PORT addresses; a
+    target that already names its resolver (`ipv4:`, `ipv6:`, `dns:`) is used as given."""
+    if address.startswith(TARGET_SCHEMES):
+        return address
     parts = [p.strip() for p in address.split(",") if p.strip()]
     if not parts:
         raise ValueError("registry address must be HOST:PORT")
@@ -129,6 +132,7 @@ def channel_target(address: str) -> str:
     return f"ipv{families.pop()}:{','.join(parts)}"
 
 
+TARGET_SCHEMES = ("ipv4:", "ipv6:", "dns:")
 # Reads are idempotent: one a replica answers UNAVAILABLE (loading, a generation it has not
 # reached, going away) is tried again, on the next replica with round-robin.
 RETRIED_READS = ("Search", "GetSchema", "ListCatalogs")

@@ -92,6 +92,8 @@ def test_an_invalid_schema_request_says_how_to_pass_ids() -> None:
         ("localhost:50051", "localhost:50051"),
         ("127.0.0.1:1,127.0.0.2:2", "ipv4:127.0.0.1:1,127.0.0.2:2"),
         ("[::1]:1, [::1]:2", "ipv6:[::1]:1,[::1]:2"),
+        ("ipv4:127.0.0.1:1,127.0.0.1:2", "ipv4:127.0.0.1:1,127.0.0.1:2"),
+        ("dns:registry.internal:50051", "dns:registry.internal:50051"),
     ],
 )
 def test_one_address_or_several_replica_addresses_make_one_channel_target(
