@@ -13,9 +13,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from registry.errors import Overloaded, PermissionDenied, Unauthenticated
-from registry.keys import KeyStore, key_id_of
+from registry.keys import key_id_of
 from registry.logs import audit
 from registry.scopes import ADMIN_SCOPE, Grants, Principal
 from registry.wire import bearer_key
@@ -46,12 +47,23 @@ def _key_label(key: str) -> str:
     return "hash " + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
+class KeySource(Protocol):
+    """Where keys come from: a keys file (KeyStore) or a shared store (SharedKeys)."""
+
+    @property
+    def path(self) -> object: ...
+
+    def authenticate(self, key: str) -> Principal | None: ...
+
+    def reload_if_changed(self) -> bool: ...
+
+
 class Authenticator:
     """Maps request metadata to a principal; follows edits to the keys file."""
 
     def __init__(
         self,
-        keys: KeyStore | None,
+        keys: KeySource | None,
         *,
         reload_interval: float = RELOAD_INTERVAL_SECONDS,
         max_failures: int = MAX_FAILURES,

@@ -71,17 +71,17 @@ class Revocation:
 
 
 @dataclass(kw_only=True, frozen=True)
-class _KeyRecord:
+class KeyRecord:
     id: str
     digest: str
     created: str
 
 
 @dataclass(kw_only=True, frozen=True)
-class _PrincipalRecord:
+class PrincipalRecord:
     name: str
     scopes: tuple[str, ...]
-    keys: tuple[_KeyRecord, ...]
+    keys: tuple[KeyRecord, ...]
 
 
 def validate_name(name: object) -> str:
@@ -122,7 +122,7 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
-def _parse_key(raw: object, where: str) -> _KeyRecord:
+def _parse_key(raw: object, where: str) -> KeyRecord:
     if not isinstance(raw, Mapping):
         raise KeyFileError(f"{where}: must be a mapping with id, hash, created")
     unknown = set(raw) - {"id", "hash", "created"}
@@ -139,10 +139,10 @@ def _parse_key(raw: object, where: str) -> _KeyRecord:
         created = created.isoformat()
     if not isinstance(created, str) or not created:
         raise KeyFileError(f"{where} (id {key_id}): created must be a timestamp")
-    return _KeyRecord(id=key_id, digest=digest, created=created)
+    return KeyRecord(id=key_id, digest=digest, created=created)
 
 
-def _parse_principal(raw: object, where: str) -> _PrincipalRecord:
+def _parse_principal(raw: object, where: str) -> PrincipalRecord:
     if not isinstance(raw, Mapping):
         raise KeyFileError(f"{where}: must be a mapping with name, scopes, keys")
     unknown = set(raw) - {"name", "scopes", "keys"}
@@ -164,10 +164,10 @@ def _parse_principal(raw: object, where: str) -> _PrincipalRecord:
     if not isinstance(raw_keys, list):
         raise KeyFileError(f"{where}: keys must be a list")
     keys = tuple(_parse_key(k, f"{where}.keys[{i}]") for i, k in enumerate(raw_keys))
-    return _PrincipalRecord(name=name, scopes=scopes, keys=keys)
+    return PrincipalRecord(name=name, scopes=scopes, keys=keys)
 
 
-def _parse(text: str, path: Path) -> list[_PrincipalRecord]:
+def _parse(text: str, path: Path | str) -> list[PrincipalRecord]:
     try:
         document = load_document(text)
     except DocumentError as exc:
@@ -197,7 +197,7 @@ def _parse(text: str, path: Path) -> list[_PrincipalRecord]:
     return records
 
 
-def _read(path: Path, *, missing_ok: bool = False) -> tuple[list[_PrincipalRecord], _Signature]:
+def _read(path: Path, *, missing_ok: bool = False) -> tuple[list[PrincipalRecord], _Signature]:
     try:
         with path.open(encoding="utf-8") as handle:
             # fstat the open file, so the signature describes exactly the bytes we parse.
@@ -223,7 +223,8 @@ def _signature(st: os.stat_result) -> _Signature:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _write(path: Path, records: list[_PrincipalRecord]) -> None:
+def render(records: list[PrincipalRecord]) -> str:
+    """The keys document for `records` (what a keys file, or a shared store, holds)."""
     document = {
         "principals": [
             {
@@ -234,7 +235,16 @@ def _write(path: Path, records: list[_PrincipalRecord]) -> None:
             for r in records
         ]
     }
-    text = _FILE_HEADER + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+    return _FILE_HEADER + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+
+
+def parse(text: str, where: str) -> list[PrincipalRecord]:
+    """The principals of a keys document; KeyFileError naming `where` and the rule broken."""
+    return _parse(text, where)
+
+
+def _write(path: Path, records: list[PrincipalRecord]) -> None:
+    text = render(records)
     # Same directory so os.replace is a rename on one filesystem: readers see old or new, whole.
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -262,35 +272,48 @@ def add_key(path: str | os.PathLike[str], name: str, scopes: Iterable[str] | Non
     Scopes, when given, replace the principal's scopes; None keeps them (empty if new).
     """
     file = Path(path)
+    records, _ = _read(file, missing_ok=True)
+    records, key = with_new_key(records, name, scopes)
+    _write(file, records)
+    return key
+
+
+def with_new_key(
+    records: list[PrincipalRecord], name: str, scopes: Iterable[str] | None = None
+) -> tuple[list[PrincipalRecord], str]:
+    """`records` with a new key for `name` (see `add_key`), and the key."""
+    records = list(records)
     name = validate_name(name)
     new_scopes = None if scopes is None else _validate_scopes(scopes, f"principal {name!r}")
-    records, _ = _read(file, missing_ok=True)
     taken = {key.id for record in records for key in record.keys}
     key_id = secrets.token_hex(4)
     while key_id in taken:
         key_id = secrets.token_hex(4)
     key = f"{KEY_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
     created = datetime.now(UTC).isoformat(timespec="seconds")
-    new_key = _KeyRecord(id=key_id, digest=_digest(key).hex(), created=created)
+    new_key = KeyRecord(id=key_id, digest=_digest(key).hex(), created=created)
 
     for i, record in enumerate(records):
         if record.name == name:
-            records[i] = _PrincipalRecord(
+            records[i] = PrincipalRecord(
                 name=name,
                 scopes=record.scopes if new_scopes is None else new_scopes,
                 keys=(*record.keys, new_key),
             )
             break
     else:
-        records.append(_PrincipalRecord(name=name, scopes=new_scopes or (), keys=(new_key,)))
-    _write(file, records)
+        records.append(PrincipalRecord(name=name, scopes=new_scopes or (), keys=(new_key,)))
     logger.info("issued key %s for principal %s", key_id, name)
-    return key
+    return records, key
 
 
 def list_principals(path: str | os.PathLike[str]) -> list[PrincipalInfo]:
     """Principals with their scopes and key ids, in file order; never digests."""
     records, _ = _read(Path(path))
+    return principals_of(records)
+
+
+def principals_of(records: list[PrincipalRecord]) -> list[PrincipalInfo]:
     return [
         PrincipalInfo(
             name=r.name,
@@ -305,11 +328,21 @@ def revoke(path: str | os.PathLike[str], name_or_key_id: str) -> Revocation:
     """Remove one key (given its id) or a whole principal (given its name)."""
     file = Path(path)
     records, _ = _read(file)
+    records, revocation = without(records, name_or_key_id, str(file))
+    _write(file, records)
+    return revocation
+
+
+def without(
+    records: list[PrincipalRecord], name_or_key_id: str, where: str
+) -> tuple[list[PrincipalRecord], Revocation]:
+    """`records` without one key (given its id) or a principal (given its name)."""
+    records = list(records)
     is_key_id = bool(_KEY_ID_RE.fullmatch(name_or_key_id))
     for i, record in enumerate(records):
         if is_key_id and any(key.id == name_or_key_id for key in record.keys):
             kept = tuple(key for key in record.keys if key.id != name_or_key_id)
-            records[i] = _PrincipalRecord(name=record.name, scopes=record.scopes, keys=kept)
+            records[i] = PrincipalRecord(name=record.name, scopes=record.scopes, keys=kept)
             revocation = Revocation(kind="key", principal=record.name, key_ids=(name_or_key_id,))
             break
         if not is_key_id and record.name == name_or_key_id:
@@ -320,13 +353,12 @@ def revoke(path: str | os.PathLike[str], name_or_key_id: str) -> Revocation:
             break
     else:
         what = "key id" if is_key_id else "principal"
-        raise KeyFileError(f"{file}: no {what} {name_or_key_id!r}")
-    _write(file, records)
+        raise KeyFileError(f"{where}: no {what} {name_or_key_id!r}")
     logger.info("revoked %s %s", revocation.kind, name_or_key_id)
-    return revocation
+    return records, revocation
 
 
-def _index(records: list[_PrincipalRecord]) -> dict[str, tuple[bytes, Principal]]:
+def index_of(records: list[PrincipalRecord]) -> dict[str, tuple[bytes, Principal]]:
     index: dict[str, tuple[bytes, Principal]] = {}
     for record in records:
         principal = Principal(name=record.name, grants=Grants.parse(record.scopes))
@@ -335,12 +367,23 @@ def _index(records: list[_PrincipalRecord]) -> dict[str, tuple[bytes, Principal]
     return index
 
 
+def authenticate_in(index: dict[str, tuple[bytes, Principal]], key: str) -> Principal | None:
+    """The principal owning `key` in `index`, or None; unknown ids and wrong secrets look
+    the same, and take the same time."""
+    key_id = key_id_of(key)
+    entry = index.get(key_id) if key_id is not None else None
+    # Hash and compare even when the id is unknown, so timing does not reveal which ids exist.
+    expected = entry[0] if entry is not None else _DUMMY_DIGEST
+    matches = hmac.compare_digest(_digest(key), expected)
+    return entry[1] if matches and entry is not None else None
+
+
 class KeyStore:
     """The keys file as served: authenticates keys and follows edits to the file."""
 
-    def __init__(self, path: Path, records: list[_PrincipalRecord], signature: _Signature) -> None:
+    def __init__(self, path: Path, records: list[PrincipalRecord], signature: _Signature) -> None:
         self._path = path
-        self._index = _index(records)
+        self._index = index_of(records)
         self._seen: _Signature | None = signature
         # Two locks: authentication only ever waits for a pointer swap, never for a parse.
         self._lock = threading.Lock()
@@ -359,14 +402,9 @@ class KeyStore:
 
     def authenticate(self, key: str) -> Principal | None:
         """The principal owning `key`, or None; unknown ids and wrong secrets look the same."""
-        key_id = key_id_of(key)
         with self._lock:
             index = self._index
-        entry = index.get(key_id) if key_id is not None else None
-        # Hash and compare even when the id is unknown, so timing does not reveal which ids exist.
-        expected = entry[0] if entry is not None else _DUMMY_DIGEST
-        matches = hmac.compare_digest(_digest(key), expected)
-        return entry[1] if matches and entry is not None else None
+        return authenticate_in(index, key)
 
     def reload_if_changed(self) -> bool:
         """Re-read the file if it changed since the last read; True if new keys took effect.
@@ -388,7 +426,7 @@ class KeyStore:
                 return False
             try:
                 records, current = _read(self._path)
-                index = _index(records)
+                index = index_of(records)
             except KeyFileError as exc:
                 logger.error("keeping previous keys: %s", exc)
                 self._seen = current

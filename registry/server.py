@@ -17,7 +17,7 @@ from prometheus_client import start_http_server
 
 from indexer.embedding import load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
-from registry.auth import Authenticator
+from registry.auth import Authenticator, KeySource
 from registry.catalog_dir import SyncProgress, sync_folder
 from registry.config import ServerConfig
 from registry.core import Registry
@@ -30,7 +30,8 @@ from registry.limits import Admission, Admit
 from registry.metrics import Observed, ServiceMetrics
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.servicer import CapabilityRegistryServicer
-from registry.store import SharedStore, StoreError, open_store
+from registry.shared_keys import SharedKeys
+from registry.store import PostgresStore, SharedStore, StoreError, open_store
 from registry.watch import FolderWatcher
 from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
@@ -132,13 +133,21 @@ async def run_server(config: ServerConfig) -> bool:
     # a shorter GIL switch interval lets it in sooner than the default 5 ms.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     try:
-        keys = KeyStore.load(config.keys_file) if config.keys_file else None
-    except (KeyFileError, OSError) as exc:
-        raise ServeFailed(f"cannot use keys file: {exc}") from exc
-    try:
         store = open_store(config.db)
     except StoreError as exc:
         raise ServeFailed(str(exc)) from exc
+    keys: KeySource | None
+    try:
+        if config.keys_file:
+            keys = KeyStore.load(config.keys_file)
+        elif isinstance(store, PostgresStore):
+            # Replicas share their keys through the store: none stored, nobody gets in.
+            keys = SharedKeys(store)
+        else:
+            keys = None
+    except (KeyFileError, OSError) as exc:
+        store.close()
+        raise ServeFailed(f"cannot use keys file: {exc}") from exc
     one_thread_per_search()
     embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
     registry = Registry(

@@ -101,7 +101,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         loopback = is_loopback(config.listen)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    if not loopback and config.keys_file is None:
+    # A PostgreSQL store brings the cluster's keys (default-deny when it holds none).
+    if not loopback and config.keys_file is None and not isinstance(config.db, str):
         raise CommandError(
             f"refusing to listen on non-loopback address {config.listen} without credentials "
             "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -82,6 +82,14 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
             PRIMARY KEY (model, doc_hash)
         )""",
         "INSERT INTO capreg_meta(key, value) VALUES ('generation', '0') ON CONFLICT DO NOTHING",
+        # The keys document of a cluster (`capreg keys ... --db`): the same YAML a keys file
+        # holds (hashes only), one row, versioned so replicas reload it only when it changed.
+        """CREATE TABLE IF NOT EXISTS capreg_keys (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            document TEXT NOT NULL,
+            version BIGINT NOT NULL
+        )""",
+        "INSERT INTO capreg_keys(id, document, version) VALUES (1, '', 0) ON CONFLICT DO NOTHING",
     ),
 }
 
@@ -157,6 +165,27 @@ class PostgresStore:
         if self._listener is not None:
             self._listener.close()
         self._pool.close()
+
+    def keys_version(self) -> int:
+        """Changes whenever the keys document does (cheap: replicas ask every second)."""
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT version FROM capreg_keys WHERE id=1").fetchone()
+        return int(str(row[0])) if row else 0
+
+    def keys_document(self) -> tuple[str, int]:
+        """The keys document and its version."""
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT document, version FROM capreg_keys WHERE id=1").fetchone()
+        return (str(row[0]), int(str(row[1]))) if row else ("", 0)
+
+    def update_keys(self, change: Callable[[str], str]) -> None:
+        """Replaces the keys document with `change(document)`, one writer at a time."""
+        with self._pool.connection() as conn, conn.transaction():
+            row = conn.execute("SELECT document FROM capreg_keys WHERE id=1 FOR UPDATE").fetchone()
+            document = change(str(row[0]) if row else "")
+            conn.execute(
+                "UPDATE capreg_keys SET document=%s, version=version + 1 WHERE id=1", (document,)
+            )
 
     def wait_for_change(self, timeout: float) -> bool:
         """Waits up to `timeout` seconds for a change to be announced on NOTIFY_CHANNEL.

@@ -8,14 +8,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import grpc
 import pytest
 import yaml
 
 from bench.server_process import free_port, wait_serving
+from registry import shared_keys
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
@@ -79,6 +81,9 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
     """Three `capreg serve` processes on one PostgreSQL schema; yields their addresses."""
     processes, addresses = [], []
     logs = []
+    store = PostgresStore(postgres_dsn)
+    KEYS["admin"] = shared_keys.add_key(store, "ops", ["registry:admin", "*"])
+    store.close()
     try:
         for index in range(3):
             address = f"127.0.0.1:{free_port()}"
@@ -99,12 +104,46 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
         for process in processes:
             process.wait(timeout=60)
         PROCESSES.clear()
+        KEYS.clear()
         for log in logs:
             log.close()
 
 
-def stub(address: str) -> pb_grpc.CapabilityRegistryStub:
-    return pb_grpc.CapabilityRegistryStub(grpc.insecure_channel(address))
+class _Call(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Sequence[tuple[str, str | bytes]] | None
+    credentials: grpc.CallCredentials | None
+    wait_for_ready: bool | None
+    compression: grpc.Compression | None
+
+
+class Bearer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]  # grpc-stubs: generic base
+    """Sends `key` with every call (the replicas share their keys through the store)."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = [*(details.metadata or ()), ("authorization", f"Bearer {self._key}")]
+        call = _Call(
+            details.method,
+            details.timeout,
+            metadata,
+            details.credentials,
+            details.wait_for_ready,
+            details.compression,
+        )
+        return continuation(call, request)
+
+
+# The admin key of the replicas under test (set by the `replicas` fixture).
+KEYS: dict[str, str] = {}
+
+
+def stub(address: str, key: str | None = None) -> pb_grpc.CapabilityRegistryStub:
+    channel = grpc.intercept_channel(grpc.insecure_channel(address), Bearer(key or KEYS["admin"]))
+    return pb_grpc.CapabilityRegistryStub(channel)
 
 
 def test_three_replicas_share_every_change_and_read_their_writes(
@@ -262,3 +301,20 @@ def test_replicas_answer_through_a_database_restart_and_catch_up_after(
         pb.ListCatalogsRequest(min_generation=after.index_generation), timeout=10
     )
     assert {c.name for c in listed.catalogs} == {"mini", "fresh"}
+
+
+def test_a_key_revoked_in_the_store_is_refused_by_every_replica(
+    replicas: list[str], postgres_dsn: str
+) -> None:
+    store = PostgresStore(postgres_dsn)
+    reader = shared_keys.add_key(store, "reader", ["mini:read"])
+    time.sleep(1.5)  # every replica reloads the keys within a second
+    for address in replicas:
+        stub(address, reader).ListCatalogs(pb.ListCatalogsRequest(), timeout=10)
+    shared_keys.revoke(store, "reader")
+    store.close()
+    time.sleep(1.5)
+    for address in replicas:
+        with pytest.raises(grpc.RpcError) as refused:
+            stub(address, reader).ListCatalogs(pb.ListCatalogsRequest(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED

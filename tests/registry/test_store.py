@@ -16,6 +16,7 @@ import pytest
 from bench.server_process import serving
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
+from registry import shared_keys
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
@@ -224,13 +225,24 @@ def test_serve_runs_on_postgresql_and_names_an_unreachable_one(
     postgres_dsn: str, tmp_path: Path
 ) -> None:
     extra = ["--catalogs", str(CATALOGS)]
+    store = PostgresStore(postgres_dsn)
+    key = shared_keys.add_key(store, "support-agent", ["support:*"])
+    store.close()
     with (
         serving(postgres_dsn, tmp_path / "serve.log", extra) as address,
         grpc.insecure_channel(address) as channel,
     ):
         stub = pb_grpc.CapabilityRegistryStub(channel)
-        hits = stub.Search(pb.SearchRequest(query="open a support ticket"), timeout=30).hits
+        # Keys come from the store: without one, nothing; with one, its scopes.
+        with pytest.raises(grpc.RpcError) as refused_call:
+            stub.Search(pb.SearchRequest(query="open a support ticket"), timeout=30)
+        assert refused_call.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        auth = (("authorization", f"Bearer {key}"),)
+        hits = stub.Search(
+            pb.SearchRequest(query="open a support ticket", limit=10), timeout=30, metadata=auth
+        ).hits
         assert hits[0].id == "support/create_ticket"
+        assert {h.catalog for h in hits} == {"support"}
     assert "postgresql://postgres@127.0.0.1:5432/" in (tmp_path / "serve.log").read_text()
     refused = subprocess.run(
         [
