@@ -20,7 +20,6 @@ import platform
 import random
 import sqlite3
 import statistics
-import threading
 import time
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ import psycopg
 from psycopg import sql
 
 from bench.context_tokens import catalog_sources, load_pool, with_variants
+from bench.performance import throughput
 from bench.registration import CACHE, ensure_cached, seeded_store, write_folder
 from bench.server_process import serving_process
 from bench.stats import percentile
@@ -145,31 +145,7 @@ def propagation(
     return delays
 
 
-def throughput(
-    target: str, queries: list[str], clients: int, seconds: float, *, distinct: bool
-) -> float:
-    done = [0] * clients
-    stop = time.perf_counter() + seconds
-    options = [("grpc.lb_policy_name", "round_robin")]
-
-    def worker(index: int) -> None:
-        with grpc.insecure_channel(target, options=options) as channel:
-            client = pb_grpc.CapabilityRegistryStub(channel)
-            i = index
-            while time.perf_counter() < stop:
-                query = queries[i % len(queries)]
-                text = f"{query} #{index}-{i}-{time.perf_counter_ns()}" if distinct else query
-                client.Search(pb.SearchRequest(query=text), timeout=60, metadata=AUTH)
-                done[index] += 1
-                i += clients
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(done) / (time.perf_counter() - started)
+ROUND_ROBIN = (("grpc.lb_policy_name", "round_robin"),)
 
 
 def startup_s(db: str | Path, log: Path) -> float:
@@ -226,9 +202,18 @@ def main() -> None:
         replicas = [first, *others]
         for count in (1, 2, 3):
             target = "ipv4:" + ",".join(replicas[:count])
-            rates[count] = (
-                throughput(target, queries, 8, 5.0, distinct=False),
-                throughput(target, queries, 8, 5.0, distinct=True),
+            rates[count] = tuple(
+                throughput(
+                    target,
+                    queries,
+                    8,
+                    5.0,
+                    distinct=distinct,
+                    options=ROUND_ROBIN,
+                    metadata=AUTH,
+                    tag=f"{count}r",
+                )
+                for distinct in (False, True)
             )
         result["rates"] = rates
     # A replica joining 100k stored tools, against the SQLite node with the same store.

@@ -16,7 +16,7 @@ import random
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,21 +55,31 @@ def timed(call: Callable[[], object], n: int) -> list[float]:
 
 
 def throughput(
-    address: str, queries: list[str], clients: int, seconds: float, *, distinct: bool
+    address: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    *,
+    distinct: bool,
+    options: Sequence[tuple[str, Any]] = (),
+    metadata: Sequence[tuple[str, str | bytes]] = (),
+    tag: str = "",
 ) -> float:
-    """Searches per second with `clients` concurrent callers, each on its own channel."""
+    """Searches per second with `clients` concurrent callers, each on its own channel.
+
+    `tag` keeps "uncached" texts new to servers an earlier call already asked."""
     done = [0] * clients
     stop = time.perf_counter() + seconds
 
     def worker(index: int) -> None:
-        with grpc.insecure_channel(address) as channel:
+        with grpc.insecure_channel(address, options=list(options)) as channel:
             stub = pb_grpc.CapabilityRegistryStub(channel)
             i = index
             while time.perf_counter() < stop:
                 query = queries[i % len(queries)]
                 # A fresh suffix per call keeps "uncached" uncached; one query is "cached".
-                text = f"{query} #{index}-{i}" if distinct else query
-                stub.Search(pb.SearchRequest(query=text), timeout=30)
+                text = f"{query} #{tag}{index}-{i}" if distinct else query
+                stub.Search(pb.SearchRequest(query=text), timeout=30, metadata=tuple(metadata))
                 done[index] += 1
                 i += clients
 

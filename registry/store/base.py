@@ -9,16 +9,16 @@ leaves the old state or the new one, never a mix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import orjson
 from numpy.typing import NDArray
 
 from indexer.errors import CapregError
-from indexer.model import Catalog, Tool
+from indexer.model import Catalog, CatalogFormat, Tool
 
 
 class StoreError(CapregError):
@@ -76,6 +76,41 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
         scopes=frozenset(data["scopes"]),
         examples=tuple(data["examples"]),
     )
+
+
+def stored_catalogs(
+    catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]]
+) -> list[StoredCatalog]:
+    """Catalogs from their rows (name, title, description, version, format, default scopes
+    as JSON, revision, source digest) and their tools' rows (catalog, name, data, function
+    name, revision; in position order): the same for every backend."""
+    by_catalog: dict[str, list[StoredTool]] = {}
+    for catalog, name, data, function_name, revision in tool_rows:
+        by_catalog.setdefault(str(catalog), []).append(
+            StoredTool(
+                tool=tool_from_json(str(catalog), str(name), str(data)),
+                function_name=str(function_name),
+                revision=int(revision),
+            )
+        )
+    result = []
+    for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
+        tools = tuple(by_catalog.get(str(name), ()))
+        catalog = Catalog(
+            name=str(name),
+            description=str(description),
+            tools=tuple(t.tool for t in tools),
+            title=str(title),
+            version=str(version),
+            default_scopes=frozenset(orjson.loads(str(scopes))),
+            format=CatalogFormat(str(fmt)),
+        )
+        result.append(
+            StoredCatalog(
+                catalog=catalog, revision=int(revision), tools=tools, source_digest=str(digest)
+            )
+        )
+    return result
 
 
 class StaleCatalog(CapregError):

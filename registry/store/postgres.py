@@ -16,20 +16,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-import orjson
 import psycopg
 from numpy.typing import NDArray
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
-from indexer.model import Catalog, CatalogFormat
+from indexer.model import Catalog
 from registry.store.base import (
     Changes,
     StaleCatalog,
     StoredCatalog,
     StoredTool,
     StoreError,
-    tool_from_json,
+    stored_catalogs,
     tool_to_json,
 )
 
@@ -253,35 +252,7 @@ class PostgresStore:
                     (generation,),
                 ).fetchall()
             ]
-        by_catalog: dict[str, list[StoredTool]] = {}
-        for catalog, name, data, function_name, revision in tool_rows:
-            by_catalog.setdefault(str(catalog), []).append(
-                StoredTool(
-                    tool=tool_from_json(str(catalog), str(name), str(data)),
-                    function_name=str(function_name),
-                    revision=int(str(revision)),
-                )
-            )
-        result = []
-        for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
-            tools = tuple(by_catalog.get(str(name), ()))
-            catalog = Catalog(
-                name=str(name),
-                description=str(description),
-                tools=tuple(t.tool for t in tools),
-                title=str(title),
-                version=str(version),
-                default_scopes=frozenset(orjson.loads(str(scopes))),
-                format=CatalogFormat(str(fmt)),
-            )
-            result.append(
-                StoredCatalog(
-                    catalog=catalog,
-                    revision=int(str(revision)),
-                    tools=tools,
-                    source_digest=str(digest),
-                )
-            )
+        result = stored_catalogs(catalog_rows, tool_rows)
         return Changes(changed=result, deleted=deleted, generation=current)
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:

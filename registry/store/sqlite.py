@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.model import Catalog, CatalogFormat
+from indexer.model import Catalog
 from registry.store.base import (
     StaleCatalog,
     StoredCatalog,
     StoredTool,
     StoreError,
-    tool_from_json,
+    stored_catalogs,
     tool_to_json,
 )
 
@@ -157,31 +157,7 @@ class SqliteStore:
                 "SELECT catalog, name, data, function_name, revision "
                 "FROM tools ORDER BY catalog, position"
             ).fetchall()
-        by_catalog: dict[str, list[StoredTool]] = {}
-        for catalog, name, data, function_name, revision in tool_rows:
-            by_catalog.setdefault(catalog, []).append(
-                StoredTool(
-                    tool=tool_from_json(catalog, name, data),
-                    function_name=function_name,
-                    revision=revision,
-                )
-            )
-        result = []
-        for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
-            tools = tuple(by_catalog.get(name, ()))
-            catalog = Catalog(
-                name=name,
-                description=description,
-                tools=tuple(t.tool for t in tools),
-                title=title,
-                version=version,
-                default_scopes=frozenset(json.loads(scopes)),
-                format=CatalogFormat(fmt),
-            )
-            result.append(
-                StoredCatalog(catalog=catalog, revision=revision, tools=tools, source_digest=digest)
-            )
-        return result
+        return stored_catalogs(catalog_rows, tool_rows)
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
         """Stored vectors for whichever of `doc_hashes` have one under `model`."""

@@ -28,7 +28,8 @@ MINI = (DATA / "mini.yaml").read_text()
 
 
 def version(name: str, tools: int, tag: str) -> str:
-    """A catalog `name` of `tools` tools whose descriptions carry `tag`."""
+    """A catalog `name` of `tools` tools whose names and descriptions carry `tag` (each
+    description is new, so each tool needs embedding)."""
     document = {
         "capreg": 1,
         "name": name,
@@ -37,7 +38,7 @@ def version(name: str, tools: int, tag: str) -> str:
         "tools": [
             {
                 "name": f"tool_{tag}_{i}",
-                "description": f"Does task {i} of version {tag}.",
+                "description": f"Does task {i} of version {tag}: case {i * 7919 % 1009}.",
                 "input_schema": {"type": "object"},
             }
             for i in range(tools)
@@ -217,34 +218,15 @@ def test_two_replicas_racing_on_one_catalog_leave_one_whole_version(
     assert revision == sum(applied)
 
 
-def many_tools(name: str, count: int, tag: str) -> str:
-    """A catalog whose tools all need embedding (each description is new)."""
-    document = {
-        "capreg": 1,
-        "name": name,
-        "description": f"{name} {tag}",
-        "default_scopes": [f"{name}:read"],
-        "tools": [
-            {
-                "name": f"op_{i}",
-                "description": f"Operation {i} for {tag}: handles case {i * 7919 % 1009}.",
-                "input_schema": {"type": "object"},
-            }
-            for i in range(count)
-        ],
-    }
-    return yaml.safe_dump(document)
-
-
 def test_killing_the_writing_replica_leaves_the_old_or_the_new_version_everywhere(
     replicas: list[str], tmp_path: Path
 ) -> None:
     writer, *others = (stub(a) for a in replicas)
     old = writer.RegisterCatalog(
-        pb.RegisterCatalogRequest(content=many_tools("big", 5, "old")), timeout=60
+        pb.RegisterCatalogRequest(content=version("big", 5, "old")), timeout=60
     )
     call = writer.RegisterCatalog.future(
-        pb.RegisterCatalogRequest(content=many_tools("big", 400, "new")), timeout=120
+        pb.RegisterCatalogRequest(content=version("big", 400, "new")), timeout=120
     )
     time.sleep(1.0)  # the writer is embedding 400 new tools
     PROCESSES[replicas[0]].send_signal(signal.SIGKILL)
