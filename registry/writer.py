@@ -237,7 +237,11 @@ class Writer:
         applied = 0
         for stored in changes.changed:
             current = self._live.get(stored.catalog.name)
-            if current is not None and current.stored.revision == stored.revision:
+            if (
+                current is not None
+                and current.stored.revision == stored.revision
+                and current.stored.catalog == stored.catalog
+            ):
                 continue  # this replica's own write, or one it has already applied
             entry = _Live.of(stored)
             missing = self._embed_missing(dict(zip(entry.doc_hashes, entry.documents, strict=True)))

@@ -300,3 +300,22 @@ def test_a_key_revoked_in_the_store_is_refused_by_every_replica(
         with pytest.raises(grpc.RpcError) as refused:
             stub(address, reader).ListCatalogs(pb.ListCatalogsRequest(), timeout=10)
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_catalog_deleted_and_made_again_elsewhere_is_taken_whatever_its_revision(
+    postgres_dsn: str, embedder: CountingEmbedder
+) -> None:
+    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
+    one, two = (Registry(store, embedder) for store in stores)
+    one.load()
+    two.load()
+    first = one.register(version("shop", 2, "first"))
+    two.writer.catch_up()
+    one.delete("shop")
+    again = one.register(version("shop", 3, "second"))
+    assert again.revision == first.revision  # a new catalog starts at revision 1 again
+    two.writer.catch_up()
+    [listed] = two.catalogs()
+    assert listed.tool_count == 3
+    for store in stores:
+        store.close()
