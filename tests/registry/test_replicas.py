@@ -3,6 +3,7 @@ did not write, and answers read-your-writes with min_generation."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import yaml
 from bench.server_process import free_port, wait_serving
 from registry import shared_keys
 from registry.core import Registry
+from registry.errors import CatalogNotFound
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import PostgresStore
@@ -317,5 +319,45 @@ def test_a_catalog_deleted_and_made_again_elsewhere_is_taken_whatever_its_revisi
     two.writer.catch_up()
     [listed] = two.catalogs()
     assert listed.tool_count == 3
+    for store in stores:
+        store.close()
+
+
+def test_deletes_race_safely_with_registrations(
+    postgres_dsn: str, embedder: CountingEmbedder
+) -> None:
+    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
+    registrar, deleter = (Registry(store, embedder) for store in stores)
+    registrar.load()
+    deleter.load()
+    registrar.register(version("shop", 2, "v0"))
+    barrier = threading.Barrier(2)
+
+    def register() -> None:
+        barrier.wait()
+        for round_ in range(1, 8):
+            registrar.register(version("shop", 2 + round_ % 3, f"v{round_}"))
+
+    def delete() -> None:
+        barrier.wait()
+        for _ in range(8):
+            with contextlib.suppress(CatalogNotFound):
+                deleter.delete("shop")
+
+    threads = [threading.Thread(target=register), threading.Thread(target=delete)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for registry in (registrar, deleter):
+        registry.writer.catch_up()
+    stored = stores[0].catalogs()
+    views = [[(c.name, c.tool_count) for c in r.catalogs()] for r in (registrar, deleter)]
+    # Both replicas agree with the store: the catalog is gone, or there whole.
+    expected = [(c.catalog.name, len(c.tools)) for c in stored]
+    assert views == [expected, expected]
+    for catalog in stored:
+        tags = {t.tool.name.split("_")[1] for t in catalog.tools}
+        assert len(tags) == 1
     for store in stores:
         store.close()
