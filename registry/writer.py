@@ -1,8 +1,9 @@
-"""The write side: catalog changes, their embeddings, and building the next snapshot.
+"""The write side: catalog changes, their embeddings, and publishing the next snapshot.
 
-Writes are serialised by one lock. Each change is one store transaction; then a whole new
-`Snapshot` is built (vector index, BM25, literal names) and published, while reads go on
-answering from the previous one.
+Writes are serialised by one lock. Each change is one store transaction; then the next
+`Snapshot` is made (`registry.indexing`: spliced from the last one) and published, while
+reads go on answering from the previous one. On a shared store the writer also takes in what
+other replicas stored (`catch_up`), and decides each change against the stored version.
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ import hashlib
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -28,11 +27,10 @@ from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
-from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
-from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
-from registry.reader import CatalogView, Snapshot
+from registry.indexing import LiveCatalog, SnapshotBuilder
+from registry.reader import Snapshot
 from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog, StoredTool
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
@@ -57,56 +55,6 @@ class RegisterOutcome:
     warnings: tuple[str, ...] = ()
     # The scope given to a catalog that declared none ("" when it declared its own).
     assigned_scope: str = ""
-
-
-@dataclass(kw_only=True)
-class _Live:
-    """A stored catalog with the document texts and hashes of its tools, in the same order."""
-
-    stored: StoredCatalog
-    documents: tuple[str, ...]
-    doc_hashes: tuple[str, ...]
-    view: CatalogView = field(init=False)
-    # The catalog's share of a snapshot, made on the first snapshot that holds it.
-    segment: Segment | None = None
-
-    @classmethod
-    def of(cls, stored: StoredCatalog) -> _Live:
-        documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
-        return cls(
-            stored=stored,
-            documents=documents,
-            doc_hashes=tuple(document_hash(text) for text in documents),
-        )
-
-    def __post_init__(self) -> None:
-        catalog = self.stored.catalog
-        self.view = CatalogView(
-            name=catalog.name,
-            title=catalog.title,
-            description=catalog.description,
-            version=catalog.version,
-            revision=self.stored.revision,
-            scope_counts=MappingProxyType(
-                Counter(catalog.required_scopes(t) for t in catalog.tools)
-            ),
-        )
-
-    @cached_property
-    def entries(self) -> tuple[IndexedTool, ...]:
-        """The catalog's tools as the index serves them (kept between snapshots)."""
-        catalog = self.stored.catalog
-        return tuple(
-            IndexedTool(
-                tool=stored.tool,
-                required_scopes=catalog.required_scopes(stored.tool),
-                function_name=stored.function_name,
-                catalog_title=catalog.title,
-                catalog_version=catalog.version,
-                catalog_revision=stored.revision,
-            )
-            for stored in self.stored.tools
-        )
 
 
 def _scope_sets(stored: StoredCatalog) -> set[frozenset[str]]:
@@ -146,12 +94,14 @@ class Writer:
         self._publish = publish
         self._approximate_from = approximate_from
         self._progress = progress
-        self._partition: Partition | None = None
-        self._space = SegmentSpace(embedder.dimension)
-        # The last snapshot built: the next one is spliced from it.
-        self._index: ToolIndex | None = None
+        self._builder = SnapshotBuilder(
+            store,
+            model=embedder.model_id,
+            dimension=embedder.dimension,
+            approximate_from=approximate_from,
+        )
         self._lock = threading.Lock()
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, LiveCatalog] = {}
         # Function name -> tool id over every catalog: collisions are checked in O(tools
         # registered), not O(tools stored).
         self._function_owners: dict[str, str] = {}
@@ -188,7 +138,7 @@ class Writer:
             else:
                 catalogs, loaded = self._store.catalogs(), self._store.generation()
             for stored in catalogs:
-                entry = _Live.of(stored)
+                entry = LiveCatalog.of(stored)
                 texts.update(zip(entry.doc_hashes, entry.documents, strict=True))
                 live[stored.catalog.name] = entry
             self._vectors = {}
@@ -213,6 +163,11 @@ class Writer:
             time.perf_counter() - started,
             embedded,
         )
+
+    @property
+    def partition(self) -> Partition | None:
+        """The IVF partition the snapshots use (None below the approximate-search size)."""
+        return self._builder.partition
 
     @property
     def generation(self) -> int:
@@ -243,7 +198,7 @@ class Writer:
                 and current.stored.catalog == stored.catalog
             ):
                 continue  # this replica's own write, or one it has already applied
-            entry = _Live.of(stored)
+            entry = LiveCatalog.of(stored)
             missing = self._embed_missing(dict(zip(entry.doc_hashes, entry.documents, strict=True)))
             if missing:  # the writer stores its vectors in the same transaction
                 logger.warning("%d vectors missing from the store, embedded here", len(missing))
@@ -280,7 +235,7 @@ class Writer:
         if isinstance(self._store, SharedStore):
             self._catch_up_locked()
 
-    def _take(self, current: _Live | None, entry: _Live, generation: int) -> None:
+    def _take(self, current: LiveCatalog | None, entry: LiveCatalog, generation: int) -> None:
         """`entry` replaces `current` (None: a new catalog) in memory."""
         name = entry.stored.catalog.name
         if current is not None:
@@ -294,7 +249,7 @@ class Writer:
         before = _scope_sets(current.stored) if current is not None else set()
         self._touch(before | _scope_sets(entry.stored), generation)
 
-    def _drop(self, current: _Live, generation: int) -> None:
+    def _drop(self, current: LiveCatalog, generation: int) -> None:
         name = current.stored.catalog.name
         del self._live[name]
         self._forget_source(name)
@@ -445,7 +400,9 @@ class Writer:
         stored = StoredCatalog(
             catalog=catalog, revision=revision, tools=stored_tools, source_digest=digest
         )
-        self._live[catalog.name] = _Live(stored=stored, documents=tuple(texts), doc_hashes=hashes)
+        self._live[catalog.name] = LiveCatalog(
+            stored=stored, documents=tuple(texts), doc_hashes=hashes
+        )
         self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
         before = _scope_sets(current.stored) if current is not None else set()
         self._touch(before | _scope_sets(stored), generation)
@@ -477,7 +434,7 @@ class Writer:
         for scopes in scope_sets:
             self._touched[scopes] = generation
 
-    def _forget_functions(self, live: _Live) -> None:
+    def _forget_functions(self, live: LiveCatalog) -> None:
         for stored in live.stored.tools:
             if self._function_owners.get(stored.function_name) == stored.tool.id:
                 del self._function_owners[stored.function_name]
@@ -572,67 +529,8 @@ class Writer:
             self._deferred = generation
             return 0
         live = list(self._live.values())
-        segments = self._segments(live)
-        size = sum(len(segment) for segment in segments)
-        partition = self._partition_for(segments, size) if size >= self._approximate_from else None
-        previous = self._index
-        if self._space.needs_renumbering(size):
-            segments = self._space.renumbered(segments)
-            for catalog, segment in zip(live, segments, strict=True):
-                catalog.segment = segment
-            previous = None
-        index = ToolIndex(
-            segments, generation, space=self._space, partition=partition, previous=previous
-        )
-        self._index = index
+        index = self._builder.build(live, self._vectors, generation)
         views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
         self._publish(Snapshot(index, views, MappingProxyType(dict(self._touched))))
         self._generation = generation
-        return size
-
-    def _segments(self, catalogs: Sequence[_Live]) -> list[Segment]:
-        """Each catalog's segment, making those not made yet together."""
-        new = [catalog for catalog in catalogs if catalog.segment is None]
-        if new:
-            dimension = self._embedder.dimension
-            sources = []
-            for catalog in new:
-                rows = [self._vectors[doc_hash] for doc_hash in catalog.doc_hashes]
-                matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
-                sources.append(
-                    SegmentSource(
-                        catalog.stored.catalog.name,
-                        catalog.entries,
-                        matrix,
-                        catalog.doc_hashes,
-                        catalog.documents,
-                    )
-                )
-            for catalog, segment in zip(new, self._space.segments(sources), strict=True):
-                catalog.segment = segment
-        return [catalog.segment for catalog in catalogs if catalog.segment is not None]
-
-    def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:
-        """The IVF partition for a corpus this size: the current one, the stored one, or a new
-        one trained now and stored (so a restart does not train again)."""
-        dimension = self._embedder.dimension
-        if self._partition is not None and self._partition.fits(size):
-            return self._partition
-        model = self._embedder.model_id
-        stored = self._store.partition(model)
-        if stored is not None and stored[0].shape[1] == dimension:
-            candidate = Partition(*stored)
-            if candidate.fits(size):
-                self._partition = candidate
-                return candidate
-        started = time.perf_counter()
-        slots = np.concatenate([s.slots for s in segments])
-        self._partition = Partition.train(self._space.vectors[slots])
-        self._store.put_partition(model, self._partition.centroids, size)
-        logger.info(
-            "trained an IVF partition of %d lists on %d tools in %.2fs",
-            len(self._partition.centroids),
-            size,
-            time.perf_counter() - started,
-        )
-        return self._partition
+        return len(index)

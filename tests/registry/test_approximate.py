@@ -97,8 +97,8 @@ def test_the_partition_is_stored_and_reused_after_a_restart(
     assert trained_on == len(approximate.index)
     again = Registry(store, embedder, settings=SearchSettings(approximate_from=1))
     again.load()
-    assert again.writer._partition is not None
-    np.testing.assert_array_equal(again.writer._partition.centroids, centroids)
+    assert again.writer.partition is not None
+    np.testing.assert_array_equal(again.writer.partition.centroids, centroids)
 
 
 def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: CountingEmbedder) -> None:

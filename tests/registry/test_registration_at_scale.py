@@ -17,7 +17,7 @@ import yaml
 from bench.server_process import free_port
 from indexer.formats import CatalogError
 from indexer.retrieval import snapshot
-from registry import writer
+from registry import indexing, writer
 from registry.catalog_dir import SyncProgress, sync_folder
 from registry.config import CatalogPolicy
 from registry.core import RegisterOutcome, Registry
@@ -49,7 +49,7 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             super().__init__(*args, **kwargs)
             built.append(len(self))
 
-    monkeypatch.setattr(writer, "ToolIndex", Counting)
+    monkeypatch.setattr(indexing, "ToolIndex", Counting)
     return built
 
 

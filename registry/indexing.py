@@ -1,0 +1,166 @@
+"""How the writer's live catalogs become the next snapshot: each catalog's segment (made
+once per revision), the IVF partition for the corpus' size (the current one, the stored one,
+or one trained and stored now), and the splice from the last snapshot."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.retrieval.document import document_hash, document_text
+from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
+from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from indexer.retrieval.vector_index import Partition
+from registry.reader import CatalogView
+from registry.store import Store, StoredCatalog
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class LiveCatalog:
+    """A stored catalog with the document texts and hashes of its tools, in the same order."""
+
+    stored: StoredCatalog
+    documents: tuple[str, ...]
+    doc_hashes: tuple[str, ...]
+    view: CatalogView = field(init=False)
+    # The catalog's share of a snapshot, made on the first snapshot that holds it.
+    segment: Segment | None = None
+
+    @classmethod
+    def of(cls, stored: StoredCatalog) -> LiveCatalog:
+        documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
+        return cls(
+            stored=stored,
+            documents=documents,
+            doc_hashes=tuple(document_hash(text) for text in documents),
+        )
+
+    def __post_init__(self) -> None:
+        catalog = self.stored.catalog
+        self.view = CatalogView(
+            name=catalog.name,
+            title=catalog.title,
+            description=catalog.description,
+            version=catalog.version,
+            revision=self.stored.revision,
+            scope_counts=MappingProxyType(
+                Counter(catalog.required_scopes(t) for t in catalog.tools)
+            ),
+        )
+
+    @cached_property
+    def entries(self) -> tuple[IndexedTool, ...]:
+        """The catalog's tools as the index serves them (kept between snapshots)."""
+        catalog = self.stored.catalog
+        return tuple(
+            IndexedTool(
+                tool=stored.tool,
+                required_scopes=catalog.required_scopes(stored.tool),
+                function_name=stored.function_name,
+                catalog_title=catalog.title,
+                catalog_version=catalog.version,
+                catalog_revision=stored.revision,
+            )
+            for stored in self.stored.tools
+        )
+
+
+class SnapshotBuilder:
+    """Makes each snapshot from the live catalogs, spliced from the one before."""
+
+    def __init__(self, store: Store, *, model: str, dimension: int, approximate_from: int) -> None:
+        self._store = store
+        self._model = model
+        self._dimension = dimension
+        self._approximate_from = approximate_from
+        self._partition: Partition | None = None
+        self._space = SegmentSpace(dimension)
+        # The last snapshot built: the next one is spliced from it.
+        self._index: ToolIndex | None = None
+
+    @property
+    def partition(self) -> Partition | None:
+        """The IVF partition in use (None below the approximate-search size)."""
+        return self._partition
+
+    def build(
+        self,
+        live: Sequence[LiveCatalog],
+        vectors: Mapping[str, NDArray[np.float32]],
+        generation: int,
+    ) -> ToolIndex:
+        """The snapshot of `live` at `generation` (every vector in `vectors`). Only catalogs
+        without a segment get one; the snapshot is spliced from the last one when that is
+        cheaper (see `indexer.retrieval.assembly`)."""
+        segments = self._segments(live, vectors)
+        size = sum(len(segment) for segment in segments)
+        partition = self._partition_for(segments, size) if size >= self._approximate_from else None
+        previous = self._index
+        if self._space.needs_renumbering(size):
+            segments = self._space.renumbered(segments)
+            for catalog, segment in zip(live, segments, strict=True):
+                catalog.segment = segment
+            previous = None
+        self._index = ToolIndex(
+            segments, generation, space=self._space, partition=partition, previous=previous
+        )
+        return self._index
+
+    def _segments(
+        self, catalogs: Sequence[LiveCatalog], vectors: Mapping[str, NDArray[np.float32]]
+    ) -> list[Segment]:
+        """Each catalog's segment, making those not made yet together."""
+        new = [catalog for catalog in catalogs if catalog.segment is None]
+        if new:
+            dimension = self._dimension
+            sources = []
+            for catalog in new:
+                rows = [vectors[doc_hash] for doc_hash in catalog.doc_hashes]
+                matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+                sources.append(
+                    SegmentSource(
+                        catalog.stored.catalog.name,
+                        catalog.entries,
+                        matrix,
+                        catalog.doc_hashes,
+                        catalog.documents,
+                    )
+                )
+            for catalog, segment in zip(new, self._space.segments(sources), strict=True):
+                catalog.segment = segment
+        return [catalog.segment for catalog in catalogs if catalog.segment is not None]
+
+    def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:
+        """The IVF partition for a corpus this size: the current one, the stored one, or a new
+        one trained now and stored (so a restart does not train again)."""
+        dimension = self._dimension
+        if self._partition is not None and self._partition.fits(size):
+            return self._partition
+        model = self._model
+        stored = self._store.partition(model)
+        if stored is not None and stored[0].shape[1] == dimension:
+            candidate = Partition(*stored)
+            if candidate.fits(size):
+                self._partition = candidate
+                return candidate
+        started = time.perf_counter()
+        slots = np.concatenate([s.slots for s in segments])
+        self._partition = Partition.train(self._space.vectors[slots])
+        self._store.put_partition(model, self._partition.centroids, size)
+        logger.info(
+            "trained an IVF partition of %d lists on %d tools in %.2fs",
+            len(self._partition.centroids),
+            size,
+            time.perf_counter() - started,
+        )
+        return self._partition
