@@ -4,19 +4,27 @@ against a running registry through `registry.client` (TLS and keys as for every 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
 from indexer.embedding import EmbedderBackend, load_embedder
 from indexer.errors import CapregError
 from indexer.evaluation.ablations import Retriever
-from indexer.evaluation.datasets import CatalogSource, LabeledQuery, load_dataset
+from indexer.evaluation.datasets import (
+    CatalogSource,
+    LabeledQuery,
+    SlugAllocator,
+    load_dataset,
+    slugify,
+)
 from indexer.evaluation.metrics import KS
 from indexer.evaluation.report import Answer, Report, Searcher, run
+from indexer.formats import CatalogError
+from indexer.formats.rules import check_catalog_name
 from indexer.retrieval.vector_index import one_thread_per_search
-from registry.catalog_dir import CATALOG_SUFFIXES, request_name
+from registry.catalog_dir import CATALOG_SUFFIXES, read_catalog_file, request_name
 from registry.client import RegistryCallFailed, RegistryClient, RegistryTarget
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
@@ -63,8 +71,18 @@ class EvalPlan:
     progress: bool = False
 
 
-def generic_catalogs(paths: Sequence[Path]) -> list[CatalogSource]:
-    """Catalog files (or folders of them) in any supported format."""
+@dataclass(frozen=True, kw_only=True)
+class CatalogRename:
+    """A catalog file whose stem is not a valid catalog name, and the name it was given."""
+
+    path: Path
+    stem: str
+    name: str
+
+
+def generic_catalogs(paths: Sequence[Path]) -> tuple[list[CatalogSource], list[CatalogRename]]:
+    """Catalog files (or folders of them) in any supported format, and the files renamed
+    because their stem (a non-native catalog's name) is not a valid catalog name."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -73,11 +91,50 @@ def generic_catalogs(paths: Sequence[Path]) -> list[CatalogSource]:
             files.append(path)
         else:
             raise EvalError(f"--catalog {path}: no such file or folder")
-    sources = []
+    named = []
     for file in files:
-        content = file.read_text(encoding="utf-8")
-        sources.append(CatalogSource(name=request_name(file, content), content=content, format=""))
-    return sources
+        try:
+            content = read_catalog_file(file)
+        except CatalogError as exc:
+            raise EvalError(f"--catalog {file}: {'; '.join(exc.problems)}") from exc
+        named.append((file, content, request_name(file, content)))
+    # Valid stems keep their names; a renamed file takes a name none of them has.
+    allocator = SlugAllocator(name for _, _, name in named if check_catalog_name(name) is None)
+    sources, renames = [], []
+    for file, content, stem in named:
+        name = stem
+        if stem and check_catalog_name(stem) is not None:
+            name = _new_name(allocator, file, stem)
+            renames.append(CatalogRename(path=file, stem=stem, name=name))
+        sources.append(CatalogSource(name=name, content=content, format=""))
+    return sources, renames
+
+
+def _new_name(allocator: SlugAllocator, file: Path, stem: str) -> str:
+    fix = "rename the file, or make it a native catalog with a `name:`"
+    if not slugify(stem):
+        raise EvalError(f"--catalog {file}: no valid catalog name can be made from {stem!r}; {fix}")
+    try:
+        return allocator.allocate(stem)
+    except ValueError as exc:
+        raise EvalError(f"--catalog {file}: {exc}; {fix}") from exc
+
+
+def follow_renames(
+    queries: Sequence[LabeledQuery], renames: Sequence[CatalogRename]
+) -> list[LabeledQuery]:
+    """`queries` with relevant ids that name a renamed file's stem as their catalog moved to
+    the name the catalog was registered under."""
+    new_name = {rename.stem: rename.name for rename in renames}
+
+    def follow(tool_id: str) -> str:
+        catalog, slash, tool = tool_id.partition("/")
+        return f"{new_name[catalog]}/{tool}" if slash and catalog in new_name else tool_id
+
+    return [
+        replace(query, relevant=frozenset(follow(tool_id) for tool_id in query.relevant))
+        for query in queries
+    ]
 
 
 def read_queries(path: Path) -> list[LabeledQuery]:
@@ -146,8 +203,11 @@ def remote_searcher(client: RegistryClient, depth: int, limit: int) -> Searcher:
     return search
 
 
-def evaluate(plan: EvalPlan) -> list[Report]:
-    """Runs the evaluation `plan` describes and returns one report per retriever."""
+def evaluate(
+    plan: EvalPlan, on_rename: Callable[[CatalogRename], None] | None = None
+) -> list[Report]:
+    """Runs the evaluation `plan` describes and returns one report per retriever;
+    `on_rename` hears of each --catalog file registered under a name other than its stem."""
     if plan.dataset:
         try:
             dataset = load_dataset(plan.dataset, plan.datasets)
@@ -156,7 +216,11 @@ def evaluate(plan: EvalPlan) -> list[Report]:
         name, sources, queries = dataset.name, list(dataset.catalogs), list(dataset.queries)
     elif plan.catalogs and plan.queries:
         name = plan.queries.stem
-        sources, queries = generic_catalogs(plan.catalogs), read_queries(plan.queries)
+        sources, renames = generic_catalogs(plan.catalogs)
+        queries = follow_renames(read_queries(plan.queries), renames)
+        if on_rename is not None:
+            for rename in renames:
+                on_rename(rename)
     else:
         raise EvalError("give --dataset NAME, or --catalog PATH... with --queries FILE.jsonl")
     if plan.max_queries:

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from psycopg import sql
 
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
+from indexer.embedding.model_files import default_cache_dir
 from indexer.evaluation.datasets import datasets_dir
 from registry.auth import Authenticator
 from registry.catalog_dir import sync_folder
@@ -35,9 +36,13 @@ if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGS = ROOT / "catalogs"
 DATA = Path(__file__).resolve().parent / "data"
-# The labeled sets: CAPREG_DATASETS (as `.ci/run` sets it), else ../shared/datasets. The test
-# suite is an edge like the CLI: it reads the environment here, once.
-DATASETS = datasets_dir(os.environ.get("CAPREG_DATASETS"))
+# The labeled sets: CAPREG_DATASETS (as `.ci/run` sets it), else what `capreg datasets fetch`
+# put in the cache, else ../shared/datasets. The test suite is an edge like the CLI: it reads
+# the environment here, once.
+DATASETS = datasets_dir(
+    os.environ.get("CAPREG_DATASETS"),
+    cache=Path(os.environ.get("CAPREG_CACHE") or default_cache_dir()),
+)
 # The PostgreSQL server the PostgreSQL tests use (CI and development machines run one here).
 # Unreachable, those tests fail rather than skip: CI must run them.
 POSTGRES = os.environ.get("CAPREG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -108,6 +113,13 @@ class CountingEmbedder:
 def model() -> Embedder:
     """The packaged all-MiniLM-L6-v2 on the serving backend (ONNX), loaded once per session."""
     return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def eval_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Registry databases of the labeled sets (one per family, as `capreg eval` keeps them),
+    shared by the quality gate and the training test so each set is embedded once."""
+    return tmp_path_factory.mktemp("eval")
 
 
 @pytest.fixture

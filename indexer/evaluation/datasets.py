@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 CATALOG_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 _MAX_CATALOG_NAME = 64
@@ -41,6 +42,8 @@ class LabeledQuery:
     id: str
     query: str
     relevant: frozenset[str]
+    # A task annotated step by step: searched one step at a time (the `:steps` splits).
+    steps: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -52,10 +55,21 @@ class Dataset:
     queries: tuple[LabeledQuery, ...]
 
 
-def datasets_dir(configured: Path | str | None = None) -> Path:
-    """`configured` (the CLI passes CAPREG_DATASETS), else ../shared/datasets seen from the
-    working directory."""
-    return Path(configured) if configured else Path.cwd() / ".." / "shared" / "datasets"
+def datasets_dir(configured: Path | str | None = None, *, cache: Path | None = None) -> Path:
+    """Where the labeled sets are read from: `configured` (the CLI passes CAPREG_DATASETS or
+    --datasets), else `<cache>/datasets` when `capreg datasets fetch` has made it (the CLI
+    passes the cache folder), else ../shared/datasets seen from the working directory (the
+    layout CI clones into)."""
+    if configured:
+        return Path(configured)
+    if cache is not None and (fetched := fetched_datasets_dir(cache)).is_dir():
+        return fetched
+    return Path.cwd() / ".." / "shared" / "datasets"
+
+
+def fetched_datasets_dir(cache: Path) -> Path:
+    """The folder under the cache that `capreg datasets fetch` fills."""
+    return cache / "datasets"
 
 
 def slugify(text: str) -> str:
@@ -68,11 +82,12 @@ def slugify(text: str) -> str:
     return slug[:_MAX_CATALOG_NAME].strip("_-")
 
 
-class _SlugAllocator:
-    """Hands out catalog names that are valid and unique, even ignoring case."""
+class SlugAllocator:
+    """Hands out catalog names that are valid and unique, even ignoring case, and distinct
+    from the names in `taken`."""
 
-    def __init__(self) -> None:
-        self._taken: set[str] = set()
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._taken: set[str] = {name.casefold() for name in taken}
 
     def allocate(self, text: str) -> str:
         base = slugify(text) or "catalog"
@@ -112,6 +127,27 @@ def _native_catalog(
     return CatalogSource(name=name, content=_dump(document), format="native")
 
 
+# --- tuning splits ----------------------------------------------------------------------------
+# The learned ranking stage and the weak-match threshold are fitted on these parts only, and
+# every reported figure comes from the rest. seal-tools dev was the only tuning set before; it
+# is synthetic (queries share their tools' words), so two parts written the way people ask
+# are added: a hashed fifth of MetaTool's single-tool queries (by query text, so a repeated
+# query never sits on both sides) and StableToolBench's G1_tool group.
+TUNING_PERCENT = 20
+STABLETOOLBENCH_TUNING_GROUP = "G1_tool"
+
+
+def in_tuning_part(query: str) -> bool:
+    """Whether a MetaTool query belongs to its tuning part: the first 8 bytes of the SHA-256
+    of its text, as a big-endian integer, modulo 100, below TUNING_PERCENT."""
+    digest = hashlib.sha256(query.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 100 < TUNING_PERCENT
+
+
+Part = Literal["all", "tuning", "held-out"]
+_PART_SUFFIX: dict[str, str] = {"held-out": "", "tuning": ":tuning", "all": ":all"}
+
+
 # --- livemcpbench ---------------------------------------------------------------------------
 
 _LEADING_NUMBER = re.compile(r"^\s*\d+\s*[.)]")
@@ -127,9 +163,15 @@ def _gold_names(annotation: str) -> list[str]:
     return names
 
 
-def _load_livemcpbench(folder: Path) -> Dataset:
+def _steps(annotation: str) -> tuple[str, ...]:
+    """The numbered steps of `Annotator Metadata.Steps`, numbers stripped, empty ones dropped."""
+    steps = (_LEADING_NUMBER.sub("", line, count=1).strip() for line in annotation.splitlines())
+    return tuple(step for step in steps if step)
+
+
+def _load_livemcpbench(folder: Path, *, steps: bool = False) -> Dataset:
     servers = _read_json(folder / "tools.json")
-    allocator = _SlugAllocator()
+    allocator = SlugAllocator()
     catalogs: list[CatalogSource] = []
     ids_by_tool_name: dict[str, list[str]] = {}
     for server in servers:
@@ -159,11 +201,19 @@ def _load_livemcpbench(folder: Path) -> Dataset:
             for name in _gold_names(task["Annotator Metadata"]["Tools"])
             for tool_id in ids_by_tool_name.get(name, ())
         )
+        # The steps split searches each annotated step on its own (a task without steps
+        # keeps its question as its one step).
+        task_steps = (
+            (_steps(task["Annotator Metadata"]["Steps"]) or (task["Question"],)) if steps else ()
+        )
         if relevant:
             queries.append(
-                LabeledQuery(id=task["task_id"], query=task["Question"], relevant=relevant)
+                LabeledQuery(
+                    id=task["task_id"], query=task["Question"], relevant=relevant, steps=task_steps
+                )
             )
-    return Dataset(name="livemcpbench", catalogs=tuple(catalogs), queries=tuple(queries))
+    name = "livemcpbench:steps" if steps else "livemcpbench"
+    return Dataset(name=name, catalogs=tuple(catalogs), queries=tuple(queries))
 
 
 # --- seal-tools -------------------------------------------------------------------------------
@@ -254,7 +304,7 @@ def _rapidapi_input_schema(api: Mapping[str, Any]) -> dict[str, object]:
     return {"type": "object", "properties": properties, "required": required}
 
 
-def _load_stabletoolbench(folder: Path) -> Dataset:
+def _load_stabletoolbench(folder: Path, part: Part = "all") -> Dataset:
     files = [(stem, _read_json(folder / f"{stem}.json")) for stem in _STABLETOOLBENCH_FILES]
     # Corpus = union of every api_list keyed by (tool_name, api_name), first definition wins.
     # One catalog per RapidAPI service (tool_name) keeps api names unique inside a catalog
@@ -264,7 +314,7 @@ def _load_stabletoolbench(folder: Path) -> Dataset:
         for row in rows:
             for api in row["api_list"]:
                 apis_by_service.setdefault(api["tool_name"], {}).setdefault(api["api_name"], api)
-    allocator = _SlugAllocator()
+    allocator = SlugAllocator()
     catalogs = []
     catalog_of: dict[str, str] = {}
     for service, apis in apis_by_service.items():
@@ -290,9 +340,11 @@ def _load_stabletoolbench(folder: Path) -> Dataset:
             ),
         )
         for stem, rows in files
+        if part == "all" or (stem == STABLETOOLBENCH_TUNING_GROUP) == (part == "tuning")
         for row in rows
     )
-    return Dataset(name="stabletoolbench", catalogs=tuple(catalogs), queries=queries)
+    name = "stabletoolbench" + _PART_SUFFIX[part]
+    return Dataset(name=name, catalogs=tuple(catalogs), queries=queries)
 
 
 # --- metatool -------------------------------------------------------------------------------
@@ -312,7 +364,7 @@ def _metatool_catalog(folder: Path) -> CatalogSource:
     )
 
 
-def _load_metatool(folder: Path) -> Dataset:
+def _load_metatool(folder: Path, part: Part = "all") -> Dataset:
     queries = []
     seen: set[str] = set()
     with (folder / "all_clean_data.csv").open(encoding="utf-8", newline="") as handle:
@@ -323,6 +375,8 @@ def _load_metatool(folder: Path) -> Dataset:
             if row["Query"] in seen:
                 continue
             seen.add(row["Query"])
+            if part != "all" and in_tuning_part(row["Query"]) != (part == "tuning"):
+                continue
             queries.append(
                 LabeledQuery(
                     id=f"metatool:{row_number}",
@@ -330,7 +384,8 @@ def _load_metatool(folder: Path) -> Dataset:
                     relevant=frozenset({f"metatool/{row['Tool']}"}),
                 )
             )
-    return Dataset(name="metatool", catalogs=(_metatool_catalog(folder),), queries=tuple(queries))
+    name = "metatool" + _PART_SUFFIX[part]
+    return Dataset(name=name, catalogs=(_metatool_catalog(folder),), queries=tuple(queries))
 
 
 def _load_metatool_multi(folder: Path) -> Dataset:
@@ -349,6 +404,7 @@ def _load_metatool_multi(folder: Path) -> Dataset:
 
 _LOADERS: dict[str, tuple[str, Callable[[Path], Dataset]]] = {
     "livemcpbench": ("livemcpbench", _load_livemcpbench),
+    "livemcpbench:steps": ("livemcpbench", lambda folder: _load_livemcpbench(folder, steps=True)),
     "seal-tools:dev": ("seal-tools", lambda folder: _load_seal_tools(folder, "dev")),
     "seal-tools:test_in_domain": (
         "seal-tools",
@@ -358,12 +414,33 @@ _LOADERS: dict[str, tuple[str, Callable[[Path], Dataset]]] = {
         "seal-tools",
         lambda folder: _load_seal_tools(folder, "test_out_domain"),
     ),
-    "stabletoolbench": ("stabletoolbench", _load_stabletoolbench),
-    "metatool": ("metatool", _load_metatool),
+    # The held-out part is what every report and the quality gate use; "tuning" is what
+    # `make train` fits on; "all" is the whole set, as published figures count it.
+    "stabletoolbench": (
+        "stabletoolbench",
+        lambda folder: _load_stabletoolbench(folder, "held-out"),
+    ),
+    "stabletoolbench:tuning": (
+        "stabletoolbench",
+        lambda folder: _load_stabletoolbench(folder, "tuning"),
+    ),
+    "stabletoolbench:all": ("stabletoolbench", _load_stabletoolbench),
+    "metatool": ("metatool", lambda folder: _load_metatool(folder, "held-out")),
+    "metatool:tuning": ("metatool", lambda folder: _load_metatool(folder, "tuning")),
+    "metatool:all": ("metatool", _load_metatool),
     "metatool-multi": ("metatool", _load_metatool_multi),
 }
 
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)
+# What `make train` fits the learned ranking stage and the weak-match threshold on.
+TUNING_SETS: tuple[str, ...] = ("seal-tools:dev", "metatool:tuning", "stabletoolbench:tuning")
+
+
+def dataset_folder(name: str) -> str:
+    """The folder a dataset name (see DATASET_NAMES) is loaded from."""
+    if name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASET_NAMES)}")
+    return _LOADERS[name][0]
 
 
 def load_dataset(name: str, root: Path | str | None = None) -> Dataset:
@@ -372,9 +449,10 @@ def load_dataset(name: str, root: Path | str | None = None) -> Dataset:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASET_NAMES)}")
     subfolder, loader = _LOADERS[name]
     base = datasets_dir(root)
+    fix = f"run `capreg datasets fetch {name}` or set CAPREG_DATASETS"
     if not base.is_dir():
-        raise FileNotFoundError(f"datasets folder not found: {base} (set CAPREG_DATASETS)")
+        raise FileNotFoundError(f"datasets folder not found: {base} ({fix})")
     folder = base / subfolder
     if not folder.is_dir():
-        raise FileNotFoundError(f"dataset {name!r} not found: no folder {folder}")
+        raise FileNotFoundError(f"dataset {name!r} not found: no folder {folder} ({fix})")
     return loader(folder)

@@ -124,6 +124,42 @@ def evaluate(judged: Iterable[Judged], ks: Sequence[int] = KS) -> dict[str, floa
     if not per_query:
         raise ValueError("evaluate needs at least one judged query")
     # fsum keeps the mean of values in [0, 1] inside [0, 1] whatever the query count.
+    return mean_scores(per_query)
+
+
+def score_steps(
+    step_rankings: Sequence[Sequence[str]],
+    gold: frozenset[str],
+    step_returned: Sequence[Sequence[str]],
+    ks: Sequence[int] = KS,
+) -> dict[str, float]:
+    """One task searched one step at a time: at each cut k, the union of every step's top k
+    is judged as a set against the task's gold (precision over the union's size, recall over
+    the gold); "@returned" judges the union of what each step returned; "tools@k" is the
+    union's size (what the agent holds after the steps)."""
+    _check_gold(gold)
+    scores: dict[str, float] = {}
+    for k in ks:
+        _check_k(k)
+        union = list(dict.fromkeys(i for ranking in step_rankings for i in ranking[:k]))
+        precision, recall, f1 = set_precision_recall_f1(union, gold)
+        scores[f"precision@{k}"] = precision
+        scores[f"recall@{k}"] = recall
+        scores[f"f1@{k}"] = f1
+        scores[f"tools@{k}"] = float(len(union))
+    returned = list(dict.fromkeys(i for answer in step_returned for i in answer))
+    precision, recall, f1 = set_precision_recall_f1(returned, gold)
+    scores["precision@returned"] = precision
+    scores["recall@returned"] = recall
+    scores["f1@returned"] = f1
+    scores["tools@returned"] = float(len(returned))
+    return scores
+
+
+def mean_scores(per_query: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The macro average of per-query score dictionaries with the same keys."""
+    if not per_query:
+        raise ValueError("mean_scores needs at least one scored query")
     return {key: math.fsum(s[key] for s in per_query) / len(per_query) for key in per_query[0]}
 
 

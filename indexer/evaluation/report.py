@@ -11,7 +11,7 @@ from typing import Any
 from tqdm import tqdm
 
 from indexer.evaluation.datasets import LabeledQuery
-from indexer.evaluation.metrics import KS, evaluate, recall_at_k
+from indexer.evaluation.metrics import KS, evaluate, mean_scores, recall_at_k, score_steps
 
 CURVE_KS = tuple(range(1, 11))
 # Columns of the readable table, in order.
@@ -87,8 +87,32 @@ def run(
     """
     judged = []
     per_query = []
+    stepwise: list[dict[str, float]] = []
     weak_on_none = weak_on_answerable = none_count = 0
     for query in tqdm(queries, desc=f"{dataset} {retriever}", disable=not progress, unit="q"):
+        if query.steps:
+            # One search per annotated step, as an agent using the bridge makes them.
+            steps = [search(step) for step in query.steps]
+            stepwise.append(
+                score_steps(
+                    [s.ranked for s in steps], query.relevant, [s.returned for s in steps], ks
+                )
+            )
+            per_query.append(
+                {
+                    "id": query.id,
+                    "relevant": sorted(query.relevant),
+                    "steps": [
+                        {
+                            "step": text,
+                            "ranked": list(s.ranked[: max(ks)]),
+                            "returned": list(s.returned),
+                        }
+                        for text, s in zip(query.steps, steps, strict=True)
+                    ],
+                }
+            )
+            continue
         answer = search(query.query)
         per_query.append(
             {
@@ -105,6 +129,8 @@ def run(
             continue
         weak_on_answerable += answer.weak
         judged.append((answer.ranked, query.relevant, answer.returned))
+    if stepwise:
+        return _stepwise_report(dataset, retriever, tools, queries, stepwise, per_query)
     answerable = len(judged)
     metrics = evaluate(judged, ks) if judged else {}
     curve = {
@@ -124,6 +150,29 @@ def run(
         metrics=metrics,
         none=none,
         recall_curve=curve,
+        per_query=per_query,
+    )
+
+
+def _stepwise_report(
+    dataset: str,
+    retriever: str,
+    tools: int,
+    queries: Sequence[LabeledQuery],
+    stepwise: list[dict[str, float]],
+    per_query: list[dict[str, Any]],
+) -> Report:
+    if len(stepwise) != len(queries):
+        raise ValueError(f"{dataset}: a step-wise set needs steps on every query")
+    metrics = mean_scores(stepwise)
+    return Report(
+        dataset=dataset,
+        retriever=retriever,
+        tools=tools,
+        queries=len(stepwise),
+        metrics=metrics,
+        none={"queries": 0, "flagged_weak": 0.0, "false_weak_rate": 0.0},
+        recall_curve={k: metrics[f"recall@{k}"] for k in CURVE_KS if f"recall@{k}" in metrics},
         per_query=per_query,
     )
 

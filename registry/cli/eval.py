@@ -10,13 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from indexer.evaluation.ablations import RETRIEVERS, Retriever
-from indexer.evaluation.datasets import DATASET_NAMES
+from indexer.evaluation.datasets import DATASET_NAMES, datasets_dir
 from indexer.evaluation.metrics import KS
 from indexer.evaluation.report import Report, format_table, plot_recall, write_json
 from registry.cli.commands import registry_target
+from registry.cli.datasets import cache_root
 from registry.cli.errors import CommandError
 from registry.cli.serve import add_embedder_option, model_cache
-from registry.evaluate import DEFAULT_WORKDIR, INDEX_MODES, EvalError, EvalPlan, evaluate
+from registry.evaluate import (
+    DEFAULT_WORKDIR,
+    INDEX_MODES,
+    CatalogRename,
+    EvalError,
+    EvalPlan,
+    evaluate,
+)
 from registry.wire import DEFAULT_LIMIT
 
 
@@ -34,7 +42,7 @@ def plan_from(args: argparse.Namespace) -> EvalPlan:
     """The evaluation the options describe."""
     return EvalPlan(
         dataset=args.dataset,
-        datasets=Path(args.datasets) if args.datasets else None,
+        datasets=datasets_dir(args.datasets, cache=cache_root()),
         catalogs=tuple(Path(p) for p in args.catalog or ()),
         queries=Path(args.queries) if args.queries else None,
         retrievers=tuple(
@@ -54,6 +62,11 @@ def plan_from(args: argparse.Namespace) -> EvalPlan:
     )
 
 
+def print_rename(rename: CatalogRename) -> None:
+    """Says which name a --catalog file's tools are scored under (relevant ids follow it)."""
+    print(f"--catalog {rename.path.name!r}: registered as catalog {rename.name!r}", file=sys.stderr)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     try:
         return _report(args)
@@ -62,7 +75,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    reports = evaluate(plan_from(args))
+    reports = evaluate(plan_from(args), on_rename=print_rename)
     first = reports[0]
     cut = args.limit or DEFAULT_LIMIT
     print(

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from indexer.evaluation.datasets import LabeledQuery
 from registry.cli import main
 from registry.config import ServerConfig
 from registry.core import Registry
+from registry.evaluate import CatalogRename, follow_renames, generic_catalogs
 from registry.keys import KeyStore, add_key
 from tests.conftest import DATA, self_signed_certificate, start_server
 
@@ -178,3 +180,84 @@ async def test_eval_measures_a_registry_over_tls_with_a_key(
     report = json.loads(out.read_text())
     assert (report["tools"], report["metrics"]["recall@3"]) == (3, 1.0)
     assert plain != 0
+
+
+async def test_a_catalog_file_whose_stem_is_no_catalog_name_is_renamed_and_said_so(
+    empty_registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Measured over gRPC: the registry's embedder is the session's model, not a second one."""
+    catalog = tmp_path / "Weather Tools.json"
+    catalog.write_bytes((DATA / "openai_tools.json").read_bytes())
+    queries = tmp_path / "spaced.jsonl"
+    judged = [
+        ("what is the weather in Lyon right now", "Weather Tools/get_current_weather"),
+        ("find me a flight from Paris to Rome", "Weather Tools/search_flights"),
+        ("email Bob the meeting notes", "Weather Tools/send_email"),
+    ]
+    queries.write_text("".join(json.dumps({"query": q, "relevant": [r]}) + "\n" for q, r in judged))
+    server, address = await start_server(empty_registry)
+    out = tmp_path / "renamed.json"
+    arguments = ["eval", "--catalog", str(catalog), "--queries", str(queries)]
+    arguments += ["--server", address, "--retriever", "default", "--json", str(out)]
+    try:
+        code = await asyncio.to_thread(main, arguments)
+    finally:
+        await server.stop(None)
+    assert code == 0
+    assert (
+        "--catalog 'Weather Tools.json': registered as catalog 'Weather-Tools'\n"
+        in capsys.readouterr().err
+    )
+    assert [c.name for c in empty_registry.catalogs()] == ["Weather-Tools"]
+    # Scored against the renamed catalog: the ids under the old stem were followed.
+    assert json.loads(out.read_text())["metrics"]["recall@3"] == 1.0
+
+
+def test_relevant_ids_naming_a_renamed_stem_follow_the_new_name(tmp_path: Path) -> None:
+    rename = CatalogRename(path=tmp_path / "my.server.json", stem="my.server", name="my-server")
+    query = LabeledQuery(
+        id="1",
+        query="q",
+        relevant=frozenset({"my.server/ping", "my.server/a/b", "mini/ping", "my.server"}),
+    )
+    (followed,) = follow_renames([query], [rename])
+    assert followed.relevant == {"my-server/ping", "my-server/a/b", "mini/ping", "my.server"}
+    assert (followed.id, followed.query) == ("1", "q")
+
+
+def test_a_renamed_catalog_never_takes_a_name_another_file_keeps(tmp_path: Path) -> None:
+    tools = (DATA / "openai_tools.json").read_bytes()
+    for stem in ("a b", "a-b", "A_B"):
+        (tmp_path / f"{stem}.json").write_bytes(tools)
+    (tmp_path / "native.yaml").write_bytes((DATA / "mini.yaml").read_bytes())
+    sources, renames = generic_catalogs([tmp_path])
+    assert sorted(s.name for s in sources) == ["", "A_B", "a-b", "a-b-2"]
+    assert [(r.path.name, r.stem, r.name) for r in renames] == [("a b.json", "a b", "a-b-2")]
+
+
+@pytest.mark.parametrize(
+    ("stem", "content", "problem"),
+    [
+        ("%%%", b'{"tools": []}', "no valid catalog name can be made from '%%%'"),
+        ("鸣潮", b'{"tools": []}', "no valid catalog name can be made from"),
+        ("latin1", b'{"tools": [{"name": "caf\xe9"}]}', "not UTF-8 text"),
+    ],
+)
+def test_a_catalog_file_evaluation_cannot_use_fails_in_one_line(
+    stem: str,
+    content: bytes,
+    problem: str,
+    queries_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    catalog = tmp_path / f"{stem}.json"
+    catalog.write_bytes(content)
+    code = main(["eval", "--catalog", str(catalog), "--queries", str(queries_file)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"capreg: --catalog {catalog}: ")
+    assert problem in err
+    if "catalog name" in problem:
+        assert "rename the file, or make it a native catalog with a `name:`" in err

@@ -13,8 +13,11 @@ import pytest
 from indexer.evaluation.datasets import (
     CATALOG_NAME_RE,
     DATASET_NAMES,
+    STABLETOOLBENCH_TUNING_GROUP,
+    TUNING_PERCENT,
     Dataset,
     datasets_dir,
+    in_tuning_part,
     load_dataset,
     slugify,
 )
@@ -53,10 +56,15 @@ def _raw(relative: str) -> Any:
         ("seal-tools:dev", 4076, 700),
         ("seal-tools:test_in_domain", 4076, 700),
         ("seal-tools:test_out_domain", 4076, 654),
-        ("stabletoolbench", 2479, 765),
+        ("stabletoolbench:all", 2479, 765),
+        ("stabletoolbench", 2479, 607),
+        ("stabletoolbench:tuning", 2479, 158),
         # 20,614 rows less 64 repeats of an earlier query string (first label kept).
-        ("metatool", 199, 20550),
+        ("metatool:all", 199, 20550),
+        ("metatool", 199, 16555),
+        ("metatool:tuning", 199, 3995),
         ("metatool-multi", 199, 497),
+        ("livemcpbench:steps", 525, 94),
     ],
 )
 def test_each_dataset_has_its_published_tool_and_query_counts(
@@ -220,7 +228,7 @@ def test_stabletoolbench_parameters_keep_types_descriptions_and_required() -> No
 
 
 def test_stabletoolbench_query_ids_carry_the_file_stem() -> None:
-    ids = [q.id for q in _dataset("stabletoolbench").queries]
+    ids = [q.id for q in _dataset("stabletoolbench:all").queries]
     assert {i.split(":")[0] for i in ids} == {
         "G1_instruction",
         "G1_category",
@@ -231,6 +239,42 @@ def test_stabletoolbench_query_ids_carry_the_file_stem() -> None:
     }
 
 
+@pytest.mark.parametrize("family", ["metatool", "stabletoolbench"])
+def test_the_tuning_and_held_out_parts_split_the_whole_set_without_overlap(family: str) -> None:
+    whole = {q.id: q for q in _dataset(f"{family}:all").queries}
+    tuning = {q.id for q in _dataset(f"{family}:tuning").queries}
+    held_out = {q.id for q in _dataset(family).queries}
+    assert not tuning & held_out
+    assert tuning | held_out == set(whole)
+    # No request text sits on both sides (MetaTool repeats some).
+    assert not {whole[i].query for i in tuning} & {whole[i].query for i in held_out}
+
+
+def test_the_metatool_tuning_part_is_the_hashed_fifth_by_query_text() -> None:
+    tuning = _dataset("metatool:tuning").queries
+    assert all(in_tuning_part(q.query) for q in tuning)
+    assert not any(in_tuning_part(q.query) for q in _dataset("metatool").queries)
+    share = len(tuning) / len(_dataset("metatool:all").queries)
+    assert abs(share - TUNING_PERCENT / 100) < 0.01
+
+
+def test_the_stabletoolbench_tuning_part_is_one_group() -> None:
+    groups = {q.id.split(":")[0] for q in _dataset("stabletoolbench:tuning").queries}
+    assert groups == {STABLETOOLBENCH_TUNING_GROUP}
+
+
+def test_livemcpbench_steps_are_the_annotated_steps_without_numbers() -> None:
+    tasks = {t["task_id"]: t for t in _raw("livemcpbench/all_annotations.json")}
+    for query in _dataset("livemcpbench:steps").queries:
+        annotated = tasks[query.id]["Annotator Metadata"]["Steps"]
+        assert query.steps
+        assert all(step in annotated and not step[0].isdigit() for step in query.steps)
+    plain = _dataset("livemcpbench").queries
+    assert [q.relevant for q in plain] == [
+        q.relevant for q in _dataset("livemcpbench:steps").queries
+    ]
+
+
 def test_metatool_keeps_the_first_label_of_a_repeated_query() -> None:
     path = DATASETS / "metatool" / "all_clean_data.csv"
     with path.open(encoding="utf-8", newline="") as handle:
@@ -238,7 +282,7 @@ def test_metatool_keeps_the_first_label_of_a_repeated_query() -> None:
     first_label: dict[str, str] = {}
     for row in rows:
         first_label.setdefault(row["Query"], row["Tool"])
-    queries = _dataset("metatool").queries
+    queries = _dataset("metatool:all").queries
     assert len(queries) == len(first_label)
     for query in queries:
         assert query.relevant == {f"metatool/{first_label[query.query]}"}

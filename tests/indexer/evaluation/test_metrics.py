@@ -18,6 +18,7 @@ from indexer.evaluation.metrics import (
     recall_at_k,
     reciprocal_rank,
     score_query,
+    score_steps,
     set_precision_recall_f1,
 )
 
@@ -177,3 +178,19 @@ def test_the_average_is_the_mean_of_per_query_scores(
     averaged = evaluate(judged)
     for key in EXPECTED_KEYS:
         assert averaged[key] == pytest.approx(sum(s[key] for s in per_query) / len(judged))
+
+
+def test_steps_are_judged_by_the_union_of_each_steps_top_k() -> None:
+    gold = frozenset({"a/x", "b/y", "c/z"})
+    steps = [["a/x", "q/1", "q/2"], ["q/3", "b/y", "a/x"], ["q/4", "q/5", "q/6"]]
+    returned = [["a/x"], ["q/3"], []]
+    scores = score_steps(steps, gold, returned, ks=(1, 2))
+    # k=1: {a/x, q/3, q/4}: one of three gold, one of three held.
+    assert scores["recall@1"] == pytest.approx(1 / 3)
+    assert scores["precision@1"] == pytest.approx(1 / 3)
+    assert scores["tools@1"] == 3
+    # k=2: {a/x, q/1, q/3, b/y, q/4, q/5}: two of three gold, a/x counted once.
+    assert scores["recall@2"] == pytest.approx(2 / 3)
+    assert scores["precision@2"] == pytest.approx(2 / 6)
+    assert scores["recall@returned"] == pytest.approx(1 / 3)
+    assert scores["precision@returned"] == pytest.approx(1 / 2)
