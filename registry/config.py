@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer.embedding import EmbedderBackend
+from indexer.retrieval.learned import MODEL_FILE
 from registry.wire import DEFAULT_LISTEN
 
 DEFAULT_DB = Path("capreg.db")
@@ -19,8 +20,12 @@ APPROXIMATE_FROM = 5_000
 class SearchSettings:
     """How the domain core searches and caches."""
 
-    # Below this cosine score the best hit is flagged as a weak match.
+    # Without the learned stage (or with retrievers that skip it): below this cosine score
+    # the best hit is flagged as a weak match. With it, its own calibrated classifier decides.
     weak_score: float = 0.3
+    # The learned ranking stage's file (None: the fixed blend only; see
+    # indexer.retrieval.learned). The default is the committed model.
+    learned_stage: Path | None = MODEL_FILE
     approximate_from: int = APPROXIMATE_FROM
     query_cache_size: int = 4_096
     result_cache_size: int = 2_048

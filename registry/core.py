@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from indexer.embedding import Embedder
 from indexer.errors import CapregError
 from indexer.evaluation.ablations import Retriever
+from indexer.retrieval.learned import load_learned_stage
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
 from registry.config import CatalogPolicy, SearchSettings
 from registry.queries import QueryEncoder
@@ -42,6 +43,7 @@ class Registry:
         self.reader = Reader(
             self.queries,
             weak_score=settings.weak_score,
+            learned=load_learned_stage(settings.learned_stage),
             result_cache_size=settings.result_cache_size,
             result_cache_ttl=settings.result_cache_ttl,
         )

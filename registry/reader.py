@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
+from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
 from registry.cache import SearchCacheKey, TTLCache
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
@@ -190,11 +191,13 @@ class Reader:
         queries: QueryEncoder,
         *,
         weak_score: float,
+        learned: LearnedStage | None = None,
         result_cache_size: int,
         result_cache_ttl: float,
     ) -> None:
         self._queries = queries
         self._weak_score = weak_score
+        self._learned = learned
         self._snapshot: Snapshot | None = None
         # While set, data calls are refused with what it says (an initial sync is running).
         self._held: Callable[[], str] | None = None
@@ -320,7 +323,7 @@ class Reader:
             return hits, not hits or hits[0].score < self._weak_score
         levers = ABLATIONS.get(retriever, ALL_LEVERS)
         clauses = split_intents(text) if levers.intents else []
-        hits = index.search_hybrid(
+        answer = index.rank_hybrid(
             [text, *clauses],
             self._queries.request_vectors(text, clauses, joint=levers.joint_clauses),
             limit,
@@ -329,7 +332,11 @@ class Reader:
             levers=levers,
             catalogs=wanted,
             visible=visible,
+            learned=self._learned if levers.learned else None,
         )
+        hits = answer.hits
+        if answer.weak is not None:
+            return hits, answer.weak
         return hits, not hits or max(h.similarity for h in hits) < self._weak_score
 
     def _cached(self, key: SearchCacheKey) -> SearchOutcome | None:

@@ -22,6 +22,8 @@ class Retriever(StrEnum):
     Z = "hybrid-z"
     MIN_MAX = "hybrid-minmax"
     RRF = "hybrid-rrf"
+    # The fixed blend alone: the fallback path when no learned model is installed.
+    BLEND = "hybrid-blend"
 
 
 ABLATIONS: dict[Retriever, Levers] = {
@@ -34,5 +36,6 @@ ABLATIONS: dict[Retriever, Levers] = {
     Retriever.Z: Levers(scaling=Scaling.Z),
     Retriever.MIN_MAX: Levers(scaling=Scaling.MIN_MAX),
     Retriever.RRF: Levers(scaling=Scaling.RRF),
+    Retriever.BLEND: Levers(learned=False),
 }
 RETRIEVERS: tuple[str, ...] = tuple(Retriever)

@@ -54,6 +54,9 @@ class Levers:
     literal: bool = True
     # How each retriever's scores are put on one scale before blending.
     scaling: Scaling = Scaling.MEAN_MAX
+    # The learned stage reorders the blend's shortlist (off: the fixed blend decides, as it
+    # does when no learned model is installed).
+    learned: bool = True
 
     def __post_init__(self) -> None:
         # An unknown scaling would otherwise scale every score to zero, silently.

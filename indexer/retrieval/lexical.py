@@ -305,6 +305,37 @@ class ArrayBM25:
             scores[docs] += self._term_weights(docs, self._tf[start:end][keep], size, average)
         return scores
 
+    def idf_coverage(
+        self, query: str, rows: NDArray[np.int64], visible: NDArray[np.bool_] | None = None
+    ) -> tuple[NDArray[np.float32], float]:
+        """How much of the request's IDF mass (its distinct words, each weighted by its IDF
+        over the visible documents) each of `rows` contains, and the share that no visible
+        document contains at all (a request about something nobody offers). Both 0 when the
+        request has no word BM25 reads."""
+        matched = np.zeros(len(rows), dtype=np.float64)
+        scoped = visible is not None and not visible.all()
+        size = int(visible.sum()) if scoped and visible is not None else self._size
+        total = unknown = 0.0
+        for token in dict.fromkeys(_tokens(query)):
+            term = self._term(token)
+            docs = None
+            if term is not None:
+                docs = self._docs[self._starts[term] : self._starts[term + 1]]
+                if scoped and visible is not None:
+                    docs = docs[visible[docs]]
+            df = len(docs) if docs is not None else 0
+            idf = float(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
+            total += idf
+            if docs is None or not df:
+                unknown += idf
+                continue
+            present = np.zeros(self._size, dtype=bool)
+            present[docs] = True
+            matched += idf * present[rows]
+        if total <= 0.0:
+            return np.zeros(len(rows), dtype=np.float32), 0.0
+        return (matched / total).astype(np.float32), unknown / total
+
 
 def _concatenate(arrays: Sequence[NDArray[np.int64]]) -> NDArray[np.int64]:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)

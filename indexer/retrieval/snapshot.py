@@ -17,7 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.retrieval.assembly import Assembly, assemble
-from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, rank_intents
+from indexer.retrieval.features import SHORTLIST, ShortlistFacts, StageScores, candidate_features
+from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, Ranking, rank_intents
+from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
 from indexer.retrieval.literal import NOTHING, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
@@ -42,11 +44,26 @@ CATALOG_SEEDS = 20
 MAX_VIEWS = 256
 
 
-__all__ = ["Hit", "IndexedTool", "ToolIndex", "Visibility", "everything"]
+__all__ = ["Hit", "HybridAnswer", "IndexedTool", "ToolIndex", "Visibility", "everything"]
 
 
 def everything(_required: frozenset[str]) -> bool:
     return True
+
+
+@dataclass(kw_only=True, frozen=True)
+class FirstStage:
+    """The fixed blend's work on one request: candidate rows (id order), their blended
+    ranking, raw dense scores per intent, the names the request spells, and every scaled
+    score the learned stage reads."""
+
+    rows: NDArray[np.int64]
+    ranking: Ranking
+    dense: NDArray[np.float32]
+    named: Named
+    scores: StageScores
+    # The caller's visible rows (None: all), for statistics the learned stage reads.
+    mask: NDArray[np.bool_] | None
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -56,6 +73,19 @@ class Hit:
     score: float
     # Cosine similarity of the request and the tool's document (NaN when not computed).
     similarity: float = float("nan")
+
+
+@dataclass(kw_only=True, frozen=True)
+class HybridAnswer:
+    """A hybrid search's hits, whether the learned stage judged them weak (None without
+    it), and, when asked for, the shortlist (ids, first-stage order) with its features."""
+
+    hits: list[Hit]
+    weak: bool | None
+    shortlist: tuple[str, ...] = ()
+    features: NDArray[np.float32] | None = None
+    # How many shortlist entries the request names (they stay first).
+    front: int = 0
 
 
 class ToolIndex:
@@ -203,6 +233,19 @@ class ToolIndex:
                 self._views.clear()
             return self._views.setdefault(key, built)
 
+    def _view_without(self, visible: Visibility, absent: NDArray[np.bool_]) -> View:
+        """The caller's view as if the `absent` rows were not registered (not cached: the
+        training's unanswerable requests each leave out other rows)."""
+        mask = self.visible_mask(visible) & ~absent
+        return build_view(
+            mask,
+            self._vectors.rows,
+            self._catalog_codes,
+            self._catalog_starts,
+            self._catalog_ends,
+            self._centroids,
+        )
+
     def _eligible(
         self, catalogs: Iterable[str], visible: Visibility, view: View | None = None
     ) -> NDArray[np.bool_]:
@@ -305,19 +348,132 @@ class ToolIndex:
         levers: Levers = ALL_LEVERS,
         catalogs: Iterable[str] = (),
         visible: Visibility = everything,
+        learned: LearnedStage | None = None,
     ) -> list[Hit]:
+        """The hits of `rank_hybrid` (see there)."""
+        return self.rank_hybrid(
+            texts,
+            vectors,
+            limit,
+            confident_only=confident_only,
+            levers=levers,
+            catalogs=catalogs,
+            visible=visible,
+            learned=learned,
+        ).hits
+
+    def rank_hybrid(
+        self,
+        texts: Sequence[str],
+        vectors: Sequence[NDArray[np.float32]],
+        limit: int,
+        *,
+        confident_only: bool = False,
+        levers: Levers = ALL_LEVERS,
+        catalogs: Iterable[str] = (),
+        visible: Visibility = everything,
+        learned: LearnedStage | None = None,
+        with_features: bool = False,
+        absent: NDArray[np.bool_] | None = None,
+    ) -> HybridAnswer:
         """Dense and BM25 blended per intent; `texts[0]` is the request, the rest its clauses.
 
         Every score is scaled against the whole corpus and the best eligible row (see
-        `fusion.SCALINGS`), so the exact index (which blends every eligible row) and the IVF
+        `scaling`), so the exact index (which blends every eligible row) and the IVF
         index (which blends candidates holding each retriever's best rows) give a tool the same
-        score. With `confident_only`, only each intent's best tool is kept (at most `limit`):
-        the registry's own cut, for callers who did not ask for a number of hits.
+        score. With `learned`, the blend's best SHORTLIST candidates are reordered by the
+        learned stage and scored by it. With `confident_only`, only the request's best tool and
+        each clause's best are kept (at most `limit`): the registry's own cut, for callers who
+        did not ask for a number of hits. `with_features` returns the shortlist's features (for
+        training); `absent` marks rows treated as not registered (the training's unanswerable
+        requests).
         """
-        view = self.view(visible)
+        view = self.view(visible) if absent is None else self._view_without(visible, absent)
         eligible = self._eligible(catalogs, visible, view)
         if limit <= 0 or not eligible.any():
-            return []
+            return HybridAnswer(hits=[], weak=None)
+        stage = self._first_stage(texts, vectors, levers, eligible, view)
+        rows, ranking = stage.rows, stage.ranking
+        front = self._named_first(stage.named, rows, ranking.scores)
+        positions = np.arange(len(rows), dtype=np.int64)
+        # Candidates are in id order: lexsort by (-score, position) breaks ties by id.
+        by_blend = positions[np.lexsort((positions, -ranking.scores))]
+        if learned is None and not with_features:
+            picked = np.asarray(ranking.intent_tops, dtype=np.int64) if confident_only else by_blend
+            ranked = picked[np.lexsort((picked, -ranking.scores[picked]))][: limit + len(front)]
+            order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]
+            return HybridAnswer(hits=self._hits(rows, order, ranking.scores, stage), weak=None)
+        shortlist = np.asarray(
+            list(dict.fromkeys([*front, *by_blend[:SHORTLIST].tolist(), *ranking.intent_tops])),
+            dtype=np.int64,
+        )
+        features = self._shortlist_features(texts, stage, shortlist)
+        if learned is None:
+            scores = ranking.scores[shortlist].astype(np.float64)
+        else:
+            scores = learned.score(features)
+        # Named tools keep their place in front; the rest go by the learned score (ties by
+        # the blend's order).
+        rest = np.arange(len(front), len(shortlist), dtype=np.int64)
+        rest = rest[np.lexsort((rest, -scores[rest]))]
+        final = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
+        if confident_only:
+            tops = [int(rest[0])] if len(rest) else []
+            if len(texts) > 1:  # each clause's best by the blend
+                where = {int(p): i for i, p in enumerate(shortlist.tolist())}
+                tops += [where[int(t)] for t in ranking.intent_tops]
+            tops = sorted(set(tops), key=lambda i: (-scores[i], i))
+            final = np.asarray(list(dict.fromkeys([*range(len(front)), *tops])), dtype=np.int64)
+        # The answer's confidence reads the whole shortlist in its final order.
+        everything_ordered = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
+        weak = (
+            learned.is_weak(scores[everything_ordered], features[everything_ordered])
+            if learned is not None
+            else None
+        )
+        final = final[:limit]
+        learned_scores = scores[final]
+        hits = self._hits(rows, shortlist[final].tolist(), ranking.scores, stage)
+        hits = [
+            Hit(entry=h.entry, score=float(s), similarity=h.similarity)
+            for h, s in zip(hits, learned_scores, strict=True)
+        ]
+        return HybridAnswer(
+            hits=hits,
+            weak=weak,
+            shortlist=tuple(self._entries[int(rows[p])].id for p in shortlist)
+            if with_features
+            else (),
+            features=features if with_features else None,
+            front=len(front),
+        )
+
+    def _hits(
+        self,
+        rows: NDArray[np.int64],
+        order: Sequence[int],
+        scores: NDArray[np.float32],
+        stage: FirstStage,
+    ) -> list[Hit]:
+        similarity = stage.dense.max(axis=0)
+        return [
+            Hit(
+                entry=self._entries[int(rows[c])],
+                score=float(scores[c]),
+                similarity=float(similarity[c]),
+            )
+            for c in order
+        ]
+
+    def _first_stage(
+        self,
+        texts: Sequence[str],
+        vectors: Sequence[NDArray[np.float32]],
+        levers: Levers,
+        eligible: NDArray[np.bool_],
+        view: View,
+    ) -> FirstStage:
+        """Every candidate's scores, scaled, and the blend over the intents."""
         queries = np.vstack(vectors).astype(np.float32)
         named = self._named(texts[0]) if levers.literal else NOTHING
         # Statistics over the visible rows only (None: every row is visible).
@@ -343,32 +499,55 @@ class ToolIndex:
             dense = everything_scored[:, rows]
             dense_scaled = [scale_exact(row, rows, scaling, over) for row in everything_scored]
         catalog = self._catalog_scores(queries, rows, scaling, view) if levers.catalog else None
+        lexical_scaled = [scale_exact(scores, rows, scaling, over) for scores in lexical]
         intents = [
             IntentScores(
                 dense=dense_scaled[i],
-                lexical=scale_exact(lexical[i], rows, scaling, over) if lexical else None,
+                lexical=lexical_scaled[i] if lexical else None,
                 catalog=catalog[i] if catalog is not None else None,
             )
             for i in range(len(queries))
         ]
         ranking = rank_intents(intents)
-        front = self._named_first(named, rows, ranking.scores)
-        if confident_only:
-            picked = np.asarray(ranking.intent_tops, dtype=np.int64)
+        return FirstStage(
+            rows=rows,
+            ranking=ranking,
+            dense=dense,
+            named=named,
+            scores=StageScores(
+                blend=ranking.scores,
+                dense=dense,
+                dense_scaled=np.vstack(dense_scaled),
+                lexical_raw=np.vstack([s[rows] for s in lexical]) if lexical else None,
+                lexical_scaled=np.vstack(lexical_scaled) if lexical else None,
+                catalog_scaled=catalog,
+                catalog_codes=self._catalog_codes[rows],
+            ),
+            mask=mask,
+        )
+
+    def _shortlist_features(
+        self, texts: Sequence[str], stage: FirstStage, shortlist: NDArray[np.int64]
+    ) -> NDArray[np.float32]:
+        rows = stage.rows[shortlist]
+        entries = [self._entries[int(r)] for r in rows]
+        named_catalogs = set(stage.named.catalogs.tolist())
+        if stage.scores.lexical_raw is not None:
+            matched, unknown = self._bm25.idf_coverage(texts[0], rows, stage.mask)
         else:
-            picked = np.arange(len(rows), dtype=np.int64)
-        # Candidates are in id order: lexsort by (-score, position) breaks ties by id.
-        ranked = picked[np.lexsort((picked, -ranking.scores[picked]))][: limit + len(front)]
-        order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]
-        similarity = dense.max(axis=0)
-        return [
-            Hit(
-                entry=self._entries[int(rows[c])],
-                score=float(ranking.scores[c]),
-                similarity=float(similarity[c]),
-            )
-            for c in order
-        ]
+            matched, unknown = np.zeros(len(rows), dtype=np.float32), 0.0
+        facts = ShortlistFacts(
+            idf_matched=matched,
+            idf_unknown=unknown,
+            named_tool=np.isin(rows, stage.named.rows),
+            named_catalog=np.asarray(
+                [int(self._catalog_codes[r]) in named_catalogs for r in rows], dtype=bool
+            ),
+            names=[e.tool.name for e in entries],
+            inputs=[e.tool.input_schema for e in entries],
+            outputs=[e.tool.output_schema for e in entries],
+        )
+        return candidate_features(texts[0], len(texts) - 1, stage.scores, shortlist, facts)
 
     def _named_first(
         self, named: Named, rows: NDArray[np.int64], scores: NDArray[np.float32]

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from registry.cli import commands, datasets, keys, lint, mcp_import, serve
+from registry.cli import commands, datasets, keys, lint, mcp_import, serve, train
 from registry.cli import eval as eval_command
 from registry.cli.errors import CommandError
 from registry.logs import JsonFormatter, RequestIdFilter
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_parser(subcommands)
     eval_command.add_parser(subcommands)
     datasets.add_parser(subcommands)
+    train.add_parser(subcommands)
     from mcp_bridge.cli import add_parser as add_bridge_parser
 
     add_bridge_parser(subcommands)

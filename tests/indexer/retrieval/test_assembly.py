@@ -108,3 +108,26 @@ def test_a_one_catalog_change_is_spliced_and_the_old_snapshot_still_answers() ->
     assert after.spliced
     assert len(after) == len(before) - 3
     assert answers(before, everything, Scaling.MEAN_MAX) == expected
+
+
+def test_rows_left_out_rank_exactly_as_if_their_catalogs_were_never_registered() -> None:
+    # The training's unanswerable requests leave gold catalogs out this way: the learned
+    # stage must see what a registry without those catalogs would show.
+    space = SegmentSpace(DIMENSION)
+    segments = [make_segment(space, name, 5, seed) for seed, name in enumerate(CATALOG_NAMES)]
+    whole = ToolIndex(segments, 1, space=space)
+    left_out = {"crm", "ab0"}
+    without = ToolIndex([s for s in segments if s.name not in left_out], 1, space=space)
+    absent = np.asarray([e.tool.catalog in left_out for e in whole.entries])
+    rng = np.random.default_rng(3)
+    for query in QUERIES:
+        vectors = list(unit(rng, 2))
+        kept = whole.rank_hybrid([query, query], vectors, 10, absent=absent, with_features=True)
+        built = without.rank_hybrid([query, query], vectors, 10, with_features=True)
+        assert [(h.entry.id, h.score) for h in kept.hits] == [
+            (h.entry.id, h.score) for h in built.hits
+        ]
+        assert kept.shortlist == built.shortlist
+        assert kept.features is not None
+        assert built.features is not None
+        np.testing.assert_array_equal(kept.features, built.features)

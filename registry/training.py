@@ -1,0 +1,235 @@
+"""`make train`: the learned stage fitted on the tuning splits, through the registry's own
+search path; and the held-out report of every variant (the feature-group ablation and the
+weak-match operating point).
+
+Shortlists are collected by registering each set in an in-process registry (the same one
+`capreg eval` uses) and asking the snapshot for the first stage's shortlist and features, so
+the ranker learns from exactly what serving computes. Each answerable request also gets an
+unanswerable copy on sets of many catalogs: the same request with its gold tools' catalogs
+left out, which is what weak_match must recognise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.embedding import Embedder
+from indexer.evaluation.datasets import TUNING_SETS, load_dataset
+from indexer.evaluation.learning import (
+    OperatingPoint,
+    Shortlisted,
+    confidence_rows,
+    fit_ranker,
+    fit_stage,
+    offline_metrics,
+)
+from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of
+from indexer.retrieval.fusion import split_intents
+from indexer.retrieval.learned import LearnedStage, dumps
+from registry.config import SearchSettings
+from registry.core import Registry
+from registry.evaluate import DEFAULT_WORKDIR, load_catalogs
+from registry.store import SqliteStore
+
+# The held-out sets the ablation reports on (the `:steps` split searches per step, which the
+# offline scorer does not model; `make eval` reports it).
+REPORT_SETS = (
+    "livemcpbench",
+    "stabletoolbench",
+    "metatool",
+    "metatool-multi",
+    "seal-tools:test_in_domain",
+    "seal-tools:test_out_domain",
+)
+ALL_COLUMNS = tuple(range(len(FEATURES)))
+
+
+def collect(
+    name: str,
+    embedder: Embedder,
+    *,
+    datasets: Path | None = None,
+    workdir: Path = DEFAULT_WORKDIR,
+    unanswerable: bool = True,
+) -> list[Shortlisted]:
+    """Every answerable request of `name` (and its unanswerable copy) as the first stage
+    shortlists it."""
+    dataset = load_dataset(name, datasets)
+    queries = [q for q in dataset.queries if q.relevant and not q.steps]
+    store = SqliteStore(workdir / f"{name.split(':')[0]}.db")
+    try:
+        settings = SearchSettings(
+            result_cache_size=0,
+            learned_stage=None,
+            query_cache_size=max(4_096, 2 * len(queries)),
+        )
+        registry = Registry(store, embedder, settings=settings)
+        registry.load()
+        load_catalogs(registry, dataset.catalogs)
+        registry.queries.warm([q.query for q in queries])
+        index = registry.reader.snapshot.index
+        catalog_of = np.asarray([e.tool.catalog for e in index.entries])
+        one_catalog = len(dataset.catalogs) == 1
+        items: list[Shortlisted] = []
+        for query in queries:
+            text = query.query.strip()
+            texts = [text, *split_intents(text)]
+            vectors = registry.queries.request_vectors(text, texts[1:])
+            variants: list[tuple[bool, NDArray[np.bool_] | None]] = [(True, None)]
+            # With one catalog there is nothing to leave out: removing only the gold tools
+            # leaves near-twins that do answer (MetaTool's tools overlap in purpose), which
+            # would teach weak_match to flag answerable requests.
+            if unanswerable and not one_catalog:
+                gold = {i.partition("/")[0] for i in query.relevant}
+                variants.append((False, np.isin(catalog_of, sorted(gold))))
+            for answerable, absent_rows in variants:
+                answer = index.rank_hybrid(
+                    texts, vectors, SHORTLIST, with_features=True, absent=absent_rows
+                )
+                assert answer.features is not None
+                items.append(
+                    Shortlisted(
+                        dataset=name,
+                        query_id=query.id,
+                        ids=answer.shortlist,
+                        features=answer.features,
+                        front=answer.front,
+                        relevant=query.relevant,
+                        answerable=answerable,
+                    )
+                )
+        return items
+    finally:
+        store.close()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Training:
+    stage: LearnedStage
+    point: OperatingPoint
+    curve: list[OperatingPoint]
+    tuning: dict[str, list[Shortlisted]]
+
+
+def train(
+    embedder: Embedder, *, datasets: Path | None = None, workdir: Path = DEFAULT_WORKDIR
+) -> Training:
+    """The learned stage fitted on TUNING_SETS (all features)."""
+    tuning = {
+        name: collect(name, embedder, datasets=datasets, workdir=workdir) for name in TUNING_SETS
+    }
+    items = [item for name in TUNING_SETS for item in tuning[name]]
+    stage, point, curve = fit_stage(items, ALL_COLUMNS)
+    return Training(stage=stage, point=point, curve=curve, tuning=tuning)
+
+
+def write_model(stage: LearnedStage, path: Path) -> None:
+    path.write_text(dumps(stage), encoding="utf-8")
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.2f}"
+
+
+def training_report(result: Training, command: str) -> str:
+    """docs/results/training.md: what was fitted on what, and the weak-match curve."""
+    lines = [
+        "# The learned stage: training on the tuning splits",
+        "",
+        f"Command: `{command}` (writes indexer/retrieval/learned_stage.json and this file).",
+        "",
+        "| tuning set | requests | with a gold tool in the shortlist | blend P@1 | learned P@1 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, items in result.tuning.items():
+        answerable = [i for i in items if i.answerable]
+        covered = sum(1 for i in answerable if i.labels().any())
+        blend = offline_metrics(answerable, None)
+        learned = offline_metrics(answerable, result.stage.score)
+        lines.append(
+            f"| {name} | {len(answerable)} | {covered} | {_pct(blend['precision@1'])} | "
+            f"{_pct(learned['precision@1'])} |"
+        )
+    lines += [
+        "",
+        "Tuning-split figures are fitted figures: they show the fit, not quality (see "
+        "docs/results/learned-ablation.md and summary.md for held-out figures).",
+        "",
+        "## weak_match: flag rates on the tuning splits",
+        "",
+        "Unanswerable requests: each answerable request of a tuning set with many catalogs, "
+        "with its gold tools' catalogs left out; the classifier is fitted on those sets only "
+        "(answerable and unanswerable alike). Chosen operating point: at most 5% of "
+        f"answerable requests flagged; threshold {result.point.threshold:.4f} flags "
+        f"{_pct(result.point.flagged_unanswerable)}% of unanswerable and "
+        f"{_pct(result.point.flagged_answerable)}% of answerable tuning requests.",
+        "",
+        "| threshold | unanswerable flagged (recall of weak) | answerable flagged |",
+        "| --- | --- | --- |",
+    ]
+    for point in result.curve:
+        lines.append(
+            f"| {point.threshold:.4f} | {_pct(point.flagged_unanswerable)} | "
+            f"{_pct(point.flagged_answerable)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def ablation_report(
+    stage: LearnedStage,
+    tuning: Sequence[Shortlisted],
+    held_out: dict[str, list[Shortlisted]],
+    command: str,
+) -> str:
+    """docs/results/learned-ablation.md: held-out P@1 and R@5 of the blend, the committed
+    stage, and the stage retrained without each feature group; and weak_match's flag rates
+    on held-out requests."""
+    variants: list[tuple[str, LearnedStage | None]] = [("fixed blend (fallback)", None)]
+    variants.append(("learned, all features (committed)", stage))
+    for group in FeatureGroup:
+        columns = [c for c in ALL_COLUMNS if c not in columns_of([group])]
+        variants.append(
+            (
+                f"learned without {group}",
+                LearnedStage(fit_ranker(tuning, columns), tuple(columns), None),
+            )
+        )
+    names = list(held_out)
+    lines = [
+        "# The learned stage on held-out sets: ablation by feature group",
+        "",
+        f"Command: `{command}`. Each variant is refitted on the tuning splits without one "
+        "feature group and scored on the held-out parts' shortlists (the same shortlists "
+        "serving reorders), P@1 / R@5 in percent.",
+        "",
+        "| variant | " + " | ".join(names) + " |",
+        "| --- |" + " --- |" * len(names),
+    ]
+    for label, variant in variants:
+        cells = []
+        for name in names:
+            metrics = offline_metrics(held_out[name], variant.score if variant else None)
+            cells.append(f"{_pct(metrics['precision@1'])} / {_pct(metrics['recall@5'])}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## weak_match on held-out requests",
+        "",
+        "| set | unanswerable flagged | answerable flagged |",
+        "| --- | --- | --- |",
+    ]
+    weak = stage.weak
+    if weak is not None:
+        for name in names:
+            items = held_out[name]
+            x, y = confidence_rows(items, [stage.score(i.features) for i in items])
+            flagged = weak.probability(x) < weak.threshold
+            # Sets of one catalog have no unanswerable copies (see `collect`).
+            unanswerable = _pct(float(flagged[y == 0].mean())) if (y == 0).any() else "—"
+            lines.append(f"| {name} | {unanswerable} | {_pct(float(flagged[y == 1].mean()))} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,131 @@
+"""The learned stage as served: numpy trees equal LightGBM's prediction, the model file round
+trips and is refused when it cannot be served, and the weak-match threshold decides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lightgbm
+import numpy as np
+import pytest
+
+from indexer.evaluation.learning import Shortlisted, choose_threshold, fit_logistic, fit_ranker
+from indexer.retrieval.features import FEATURE_NAMES, FEATURES
+from indexer.retrieval.learned import (
+    MODEL_FILE,
+    LearnedStage,
+    ModelFileError,
+    TreeEnsemble,
+    WeakMatch,
+    dumps,
+    load_learned_stage,
+)
+
+
+def _synthetic(seed: int, queries: int = 60, per_query: int = 12) -> list[Shortlisted]:
+    rng = np.random.default_rng(seed)
+    items = []
+    for q in range(queries):
+        features = rng.normal(size=(per_query, len(FEATURES))).astype(np.float32)
+        # The gold candidate is the one with the highest value in two columns together.
+        gold = int(np.argmax(features[:, 2] + 0.5 * features[:, 7]))
+        ids = tuple(f"c/t{q}_{i}" for i in range(per_query))
+        items.append(
+            Shortlisted(
+                dataset="synthetic",
+                query_id=str(q),
+                ids=ids,
+                features=features,
+                front=0,
+                relevant=frozenset({ids[gold]}),
+            )
+        )
+    return items
+
+
+def test_numpy_trees_score_exactly_like_lightgbm() -> None:
+    items = _synthetic(1)
+    x = np.vstack([i.features for i in items]).astype(np.float64)
+    y = np.concatenate([i.labels() for i in items])
+    booster = lightgbm.train(
+        {"objective": "lambdarank", "num_leaves": 7, "verbosity": -1, "num_threads": 1},
+        lightgbm.Dataset(x, label=y, group=[len(i.ids) for i in items]),
+        num_boost_round=25,
+    )
+    ensemble = TreeEnsemble.from_lightgbm(booster.dump_model())
+    probe = np.random.default_rng(2).normal(size=(200, len(FEATURES))).astype(np.float32)
+    expected = booster.predict(probe.astype(np.float64), raw_score=True)
+    np.testing.assert_allclose(ensemble.predict(probe), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_fitted_ranker_learns_the_synthetic_rule_and_refits_identically() -> None:
+    items = _synthetic(3)
+    columns = list(range(len(FEATURES)))
+    first = LearnedStage(fit_ranker(items, columns, rounds=30), tuple(columns), None)
+    second = LearnedStage(fit_ranker(items, columns, rounds=30), tuple(columns), None)
+    assert dumps(first) == dumps(second)
+    held_out = _synthetic(4)
+    top_is_gold = [
+        item.ids[int(np.argmax(first.score(item.features)))] in item.relevant for item in held_out
+    ]
+    assert np.mean(top_is_gold) > 0.6  # chance is 1 in 12
+
+
+def test_a_ranker_fitted_without_a_column_reads_only_the_others(tmp_path: Path) -> None:
+    items = _synthetic(5)
+    columns = [c for c in range(len(FEATURES)) if c != 2]
+    stage = LearnedStage(fit_ranker(items, columns, rounds=10), tuple(columns), None)
+    path = tmp_path / "stage.json"
+    path.write_text(dumps(stage))
+    loaded = load_learned_stage(path)
+    assert loaded is not None
+    assert loaded.columns == tuple(columns)
+    features = items[0].features.copy()
+    before = loaded.score(features)
+    features[:, 2] = 1e6  # the dropped column changes nothing
+    np.testing.assert_array_equal(loaded.score(features), before)
+
+
+def test_without_a_model_file_search_falls_back_to_the_blend(tmp_path: Path) -> None:
+    assert load_learned_stage(tmp_path / "missing.json") is None
+    assert load_learned_stage(None) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": 99}, "model format 99"),
+        ({"features": ["no_such_feature"]}, "unknown features: no_such_feature"),
+    ],
+)
+def test_a_model_file_this_code_cannot_serve_is_refused_by_name(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    items = _synthetic(6)
+    stage = LearnedStage(fit_ranker(items, [0, 1], rounds=3), (0, 1), None)
+    document = json.loads(dumps(stage)) | change
+    path = tmp_path / "stage.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ModelFileError, match=message):
+        load_learned_stage(path)
+
+
+def test_the_committed_model_loads_and_reads_known_features() -> None:
+    stage = load_learned_stage(MODEL_FILE)
+    assert stage is not None
+    assert stage.weak is not None
+    assert all(FEATURE_NAMES[c] in FEATURE_NAMES for c in stage.columns)
+    assert 0.0 < stage.weak.threshold < 1.0
+
+
+def test_the_weak_threshold_flags_at_most_the_allowed_share_of_answerable_requests() -> None:
+    rng = np.random.default_rng(8)
+    answerable = np.concatenate([np.ones(400), np.zeros(400)])
+    x = np.concatenate([rng.normal(1.0, 1.0, 400), rng.normal(-1.0, 1.0, 400)])[:, None]
+    mean, scale, coef, intercept = fit_logistic(x, answerable)
+    assert coef[0] > 0  # higher facts mean answerable
+    weak = WeakMatch(mean, scale, coef, intercept, 0.5)
+    point = choose_threshold(weak.probability(x), answerable)
+    assert point.flagged_answerable <= 0.05
+    assert point.flagged_unanswerable > 0.5
