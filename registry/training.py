@@ -30,7 +30,7 @@ from indexer.evaluation.learning import (
 )
 from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of
 from indexer.retrieval.fusion import split_intents
-from indexer.retrieval.learned import LearnedStage, dumps
+from indexer.retrieval.learned import LearnedStage, best_cosine, dumps
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.evaluate import DEFAULT_WORKDIR, load_catalogs
@@ -165,7 +165,10 @@ def training_report(result: Training, command: str) -> str:
         "Unanswerable requests: each answerable request of a tuning set with many catalogs, "
         "with its gold tools' catalogs left out; the classifier is fitted on those sets only "
         "(answerable and unanswerable alike). Chosen operating point: at most 5% of "
-        f"answerable requests flagged; threshold {result.point.threshold:.4f} flags "
+        f"answerable requests flagged; answers whose best cosine is below "
+        f"{result.stage.weak.cosine_floor if result.stage.weak else 0.0:.4f} (under which at "
+        "most 1% of any tuning set's answerable requests fall) are flagged whatever the "
+        f"classifier says; threshold {result.point.threshold:.4f} flags "
         f"{_pct(result.point.flagged_unanswerable)}% of unanswerable and "
         f"{_pct(result.point.flagged_answerable)}% of answerable tuning requests.",
         "",
@@ -228,7 +231,8 @@ def ablation_report(
         for name in names:
             items = held_out[name]
             x, y = confidence_rows(items, [stage.score(i.features) for i in items])
-            flagged = weak.probability(x) < weak.threshold
+            floor = np.asarray([best_cosine(i.features) < weak.cosine_floor for i in items])
+            flagged = (weak.probability(x) < weak.threshold) | floor
             # Sets of one catalog have no unanswerable copies (see `collect`).
             unanswerable = _pct(float(flagged[y == 0].mean())) if (y == 0).any() else "—"
             lines.append(f"| {name} | {unanswerable} | {_pct(float(flagged[y == 1].mean()))} |")

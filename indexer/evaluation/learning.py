@@ -23,14 +23,18 @@ from indexer.retrieval.learned import (
     LearnedStage,
     TreeEnsemble,
     WeakMatch,
+    best_cosine,
     confidence_features,
 )
 
 # The ranker's settings, chosen a priori for a small, smooth model (no search over them).
+# Depth bounds the serving cost: every candidate walks every tree `max_depth` steps (depth 12
+# cost 0.6 ms per request at 10k tools, depth 5 about half that).
 RANKER_PARAMS: dict[str, object] = {
     "objective": "lambdarank",
     "learning_rate": 0.05,
     "num_leaves": 15,
+    "max_depth": 5,
     "min_data_in_leaf": 40,
     "feature_fraction": 1.0,
     "bagging_fraction": 1.0,
@@ -46,6 +50,8 @@ ROUNDS = 200
 # The weak-match operating point: the largest share of answerable tuning requests that may
 # be flagged weak.
 MAX_FALSE_WEAK = 0.05
+# The cosine floor flags at most this share of any tuning set's answerable requests.
+FLOOR_QUANTILE = 0.01
 # Folds of the cross-fitting that gives weak_match out-of-sample ranker scores.
 CROSS_FOLDS = 5
 
@@ -231,14 +237,28 @@ def choose_threshold(
     return _point(threshold, probability, answerable == 0.0)
 
 
+def cosine_floor(items: Sequence[Shortlisted]) -> float:
+    """The best-cosine value below which at most FLOOR_QUANTILE of the answerable requests
+    of every tuning set fall (the lowest of the sets' quantiles)."""
+    by_set: dict[str, list[float]] = {}
+    for item in items:
+        if item.answerable:
+            by_set.setdefault(item.dataset, []).append(best_cosine(item.features))
+    return min(float(np.quantile(values, FLOOR_QUANTILE)) for values in by_set.values())
+
+
 def fit_weak_match(
-    items: Sequence[Shortlisted], scores: Sequence[NDArray[np.float64]]
+    items: Sequence[Shortlisted], scores: Sequence[NDArray[np.float64]], floor: float
 ) -> tuple[WeakMatch, OperatingPoint, list[OperatingPoint]]:
+    """The classifier and its threshold; answers under the cosine `floor` are flagged
+    whatever the classifier says, so the threshold is chosen on the others' share."""
     x, y = confidence_rows(items, scores)
     mean, scale, coef, intercept = fit_logistic(x, y)
     probability = WeakMatch(mean, scale, coef, intercept, 0.5).probability(x)
+    below = np.asarray([best_cosine(i.features) < floor for i in items])
+    probability = np.where(below, -1.0, probability)
     point = choose_threshold(probability, y)
-    weak = WeakMatch(mean, scale, coef, intercept, point.threshold)
+    weak = WeakMatch(mean, scale, coef, intercept, point.threshold, floor)
     return weak, point, pr_curve(probability, y)
 
 
@@ -257,7 +277,10 @@ def fit_stage(
     calibration = [
         (i, s) for i, s in zip(items, scores, strict=True) if i.dataset in with_unanswerable
     ]
-    weak, point, curve = fit_weak_match([i for i, _ in calibration], [s for _, s in calibration])
+    floor = cosine_floor(items)
+    weak, point, curve = fit_weak_match(
+        [i for i, _ in calibration], [s for _, s in calibration], floor
+    )
     return LearnedStage(ensemble, tuple(columns), weak), point, curve
 
 

@@ -105,9 +105,11 @@ class ShortlistFacts:
     idf_unknown: float
     named_tool: NDArray[np.bool_]
     named_catalog: NDArray[np.bool_]
-    names: Sequence[str]
-    inputs: Sequence[JsonObject]
-    outputs: Sequence[JsonObject | None]
+    # Per candidate: its name's words, and its input and output property names (each tool
+    # computes them once: `IndexedTool`).
+    name_words: Sequence[frozenset[str]]
+    inputs: Sequence[frozenset[str]]
+    outputs: Sequence[frozenset[str]]
 
 
 def _rank_of(scores: NDArray[np.float32], at: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -116,11 +118,13 @@ def _rank_of(scores: NDArray[np.float32], at: NDArray[np.int64]) -> NDArray[np.f
     return np.asarray(np.log1p(higher), dtype=np.float32)
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(_CAMEL_BREAK.sub(" ", text).lower()))
+def words_of(text: str) -> frozenset[str]:
+    """Lower-case words, camelCase and snake_case split (`getUserById` -> get, user, by, id)."""
+    return frozenset(_WORD.findall(_CAMEL_BREAK.sub(" ", text).lower()))
 
 
-def _property_names(schema: JsonObject | None) -> frozenset[str]:
+def property_names(schema: JsonObject | None) -> frozenset[str]:
+    """The top-level property names of a JSON Schema object (none for anything else)."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     return frozenset(properties) if isinstance(properties, dict) else frozenset()
 
@@ -153,15 +157,14 @@ def candidate_features(
         out[:, column["bm25_rank"]] = _rank_of(scores.lexical_raw[0], shortlist)
         out[:, column["bm25_idf_matched"]] = facts.idf_matched
         out[:, column["request_idf_unknown"]] = facts.idf_unknown
-    request_words = _words(request)
+    request_words = words_of(request)
     out[:, column["request_words"]] = math.log1p(len(request.split()))
     out[:, column["request_clauses"]] = clauses
     out[:, column["request_identifiers"]] = len(identifier_tokens(request))
     out[:, column["named_tool"]] = facts.named_tool
     out[:, column["named_catalog"]] = facts.named_catalog
     out[:, column["name_words_in_request"]] = [
-        len(words & request_words) / len(words) if (words := _words(name)) else 0.0
-        for name in facts.names
+        len(words & request_words) / len(words) if words else 0.0 for words in facts.name_words
     ]
     codes = scores.catalog_codes[shortlist]
     if scores.catalog_scaled is not None:
@@ -183,8 +186,7 @@ def _link_features(
 ) -> None:
     """Whether a candidate takes what a top candidate of its catalog returns, or shares its
     parameters (one resource's family: the same `ticket_id` in and out)."""
-    inputs = [_property_names(schema) for schema in facts.inputs]
-    outputs = [_property_names(schema) for schema in facts.outputs]
+    inputs, outputs = facts.inputs, facts.outputs
     neighbours = range(min(LINK_NEIGHBOURS, len(codes)))
     for i, own in enumerate(inputs):
         if not own:

@@ -11,7 +11,7 @@ back to the fixed blend and the cosine threshold.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,9 @@ class TreeEnsemble:
     leaf_value: NDArray[np.float64]  # (trees, leaves)
     start: NDArray[np.int64]  # (trees,): 0, or -1 for a tree that is one leaf
     depth: int
+    _walk: tuple[NDArray[Any], ...] = field(init=False, repr=False)
+    _offsets: NDArray[np.int64] = field(init=False, repr=False)
+    _start: NDArray[np.int64] = field(init=False, repr=False)
 
     @classmethod
     def from_lightgbm(cls, dump: dict[str, Any]) -> TreeEnsemble:
@@ -80,28 +83,47 @@ class TreeEnsemble:
             depth = max(depth, tree_depth)
         return cls(split_feature, threshold, left, right, leaf_value, start, depth)
 
+    def __post_init__(self) -> None:
+        # Walking tables, one row per tree: internal nodes first, then the leaves as nodes
+        # that lead to themselves (threshold +inf), so every row takes exactly `depth` steps
+        # with no per-step bookkeeping of which rows have arrived; flat, so each step is a few
+        # 1-D takes over (candidates x trees).
+        trees, nodes = self.split_feature.shape
+        leaves = self.leaf_value.shape[1]
+        width = nodes + leaves
+        feature = np.zeros((trees, width), dtype=np.int64)
+        threshold = np.full((trees, width), np.inf)
+        left = np.tile(np.arange(width, dtype=np.int64), (trees, 1))
+        right = left.copy()
+        feature[:, :nodes] = self.split_feature
+        threshold[:, :nodes] = self.threshold
+        # A child < 0 is the leaf ~child, now the node nodes + ~child.
+        left[:, :nodes] = np.where(self.left >= 0, self.left, nodes + ~self.left)
+        right[:, :nodes] = np.where(self.right >= 0, self.right, nodes + ~self.right)
+        offsets = (np.arange(trees, dtype=np.int64) * width)[None, :]
+        values = np.zeros((trees, width))
+        values[:, nodes:] = self.leaf_value
+        start = np.where(self.start >= 0, 0, nodes).astype(np.int64)
+        walk = (feature.ravel(), threshold.ravel(), left.ravel(), right.ravel(), values.ravel())
+        object.__setattr__(self, "_walk", walk)
+        object.__setattr__(self, "_offsets", offsets)
+        object.__setattr__(self, "_start", start)
+
     def predict(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
         """The ensemble's raw score for each row of `features`."""
         rows = len(features)
         if not rows or not len(self.start):
             return np.zeros(rows, dtype=np.float64)
-        x = features.astype(np.float64)
-        trees = np.arange(len(self.start))[None, :]
-        node = np.broadcast_to(self.start, (rows, len(self.start))).copy()
-        row_index = np.arange(rows)[:, None]
+        feature, threshold, left, right, values = self._walk
+        columns = features.shape[1]
+        x = features.astype(np.float64).ravel()
+        row_base = (np.arange(rows, dtype=np.int64) * columns)[:, None]
+        flat = np.broadcast_to(self._start + self._offsets, (rows, len(self.start))).copy()
         for _ in range(self.depth):
-            active = node >= 0
-            if not active.any():
-                break
-            safe = np.where(active, node, 0)
-            value = x[row_index, self.split_feature[trees, safe]]
-            step = np.where(
-                value <= self.threshold[trees, safe],
-                self.left[trees, safe],
-                self.right[trees, safe],
-            )
-            node = np.where(active, step, node)
-        result: NDArray[np.float64] = self.leaf_value[trees, ~node].sum(axis=1)
+            value = x.take(row_base + feature.take(flat))
+            flat = np.where(value <= threshold.take(flat), left.take(flat), right.take(flat))
+            flat += self._offsets
+        result: NDArray[np.float64] = values.take(flat).sum(axis=1)
         return result
 
     def to_json(self) -> dict[str, Any]:
@@ -170,13 +192,16 @@ def _flatten(
 @dataclass(frozen=True, eq=False)
 class WeakMatch:
     """P(the best hit answers the request) from the answer's facts; below `threshold` the
-    answer is flagged weak."""
+    answer is flagged weak. So is an answer whose best cosine (any intent, any candidate) is
+    below `cosine_floor`, under which almost no answerable tuning request falls: the
+    classifier, fitted where requests are long, is lenient with short unrelated ones."""
 
     mean: NDArray[np.float64]
     scale: NDArray[np.float64]
     coef: NDArray[np.float64]
     intercept: float
     threshold: float
+    cosine_floor: float = 0.0
 
     def probability(self, facts: NDArray[np.float64]) -> NDArray[np.float64]:
         z = ((facts - self.mean) / self.scale) @ self.coef + self.intercept
@@ -191,6 +216,7 @@ class WeakMatch:
             "coef": self.coef.tolist(),
             "intercept": self.intercept,
             "threshold": self.threshold,
+            "cosine_floor": self.cosine_floor,
         }
 
     @classmethod
@@ -203,7 +229,13 @@ class WeakMatch:
             np.asarray(data["coef"], dtype=np.float64),
             float(data["intercept"]),
             float(data["threshold"]),
+            float(data["cosine_floor"]),
         )
+
+
+def best_cosine(features: NDArray[np.float32]) -> float:
+    """The best cosine of any candidate with the request or one of its clauses."""
+    return float(features[:, _COLUMN["dense_cosine_best_intent"]].max()) if len(features) else 0.0
 
 
 def confidence_features(
@@ -250,6 +282,8 @@ class LearnedStage:
         if self.weak is None:
             return None
         if not len(learned):
+            return True
+        if best_cosine(features) < self.weak.cosine_floor:
             return True
         facts = confidence_features(learned, features)[None, :]
         return bool(self.weak.probability(facts)[0] < self.weak.threshold)

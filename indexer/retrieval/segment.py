@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from indexer.model import Tool
 from indexer.retrieval.document import summary
+from indexer.retrieval.features import property_names, words_of
 from indexer.retrieval.lexical import Postings, Vocabulary
 
 # Past this many slots per live vector, a full build renumbers the slots (a long history of
@@ -40,6 +41,19 @@ class IndexedTool:
     @property
     def id(self) -> str:
         return self.tool.id
+
+    @cached_property
+    def name_words(self) -> frozenset[str]:
+        """The words of the tool's name (read by the learned stage)."""
+        return words_of(self.tool.name)
+
+    @cached_property
+    def input_names(self) -> frozenset[str]:
+        return property_names(self.tool.input_schema)
+
+    @cached_property
+    def output_names(self) -> frozenset[str]:
+        return property_names(self.tool.output_schema)
 
     @cached_property
     def summary(self) -> str:

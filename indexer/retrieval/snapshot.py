@@ -394,14 +394,15 @@ class ToolIndex:
             return HybridAnswer(hits=[], weak=None)
         stage = self._first_stage(texts, vectors, levers, eligible, view)
         rows, ranking = stage.rows, stage.ranking
-        front = self._named_first(stage.named, rows, ranking.scores)
+        # A tool the request names can also be the best of a catalog it names: once.
+        front = list(dict.fromkeys(self._named_first(stage.named, rows, ranking.scores)))
         positions = np.arange(len(rows), dtype=np.int64)
         # Candidates are in id order: lexsort by (-score, position) breaks ties by id.
         by_blend = positions[np.lexsort((positions, -ranking.scores))]
         if learned is None and not with_features:
             picked = np.asarray(ranking.intent_tops, dtype=np.int64) if confident_only else by_blend
             ranked = picked[np.lexsort((picked, -ranking.scores[picked]))][: limit + len(front)]
-            order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]
+            order = list(dict.fromkeys([*front, *ranked.tolist()]))[:limit]  # front: once each
             return HybridAnswer(hits=self._hits(rows, order, ranking.scores, stage), weak=None)
         shortlist = np.asarray(
             list(dict.fromkeys([*front, *by_blend[:SHORTLIST].tolist(), *ranking.intent_tops])),
@@ -416,7 +417,7 @@ class ToolIndex:
         # the blend's order).
         rest = np.arange(len(front), len(shortlist), dtype=np.int64)
         rest = rest[np.lexsort((rest, -scores[rest]))]
-        final = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
+        final = ordered = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
         if confident_only:
             tops = [int(rest[0])] if len(rest) else []
             if len(texts) > 1:  # each clause's best by the blend
@@ -425,12 +426,7 @@ class ToolIndex:
             tops = sorted(set(tops), key=lambda i: (-scores[i], i))
             final = np.asarray(list(dict.fromkeys([*range(len(front)), *tops])), dtype=np.int64)
         # The answer's confidence reads the whole shortlist in its final order.
-        everything_ordered = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
-        weak = (
-            learned.is_weak(scores[everything_ordered], features[everything_ordered])
-            if learned is not None
-            else None
-        )
+        weak = learned.is_weak(scores[ordered], features[ordered]) if learned is not None else None
         final = final[:limit]
         learned_scores = scores[final]
         hits = self._hits(rows, shortlist[final].tolist(), ranking.scores, stage)
@@ -531,7 +527,6 @@ class ToolIndex:
     ) -> NDArray[np.float32]:
         rows = stage.rows[shortlist]
         entries = [self._entries[int(r)] for r in rows]
-        named_catalogs = set(stage.named.catalogs.tolist())
         if stage.scores.lexical_raw is not None:
             matched, unknown = self._bm25.idf_coverage(texts[0], rows, stage.mask)
         else:
@@ -540,12 +535,10 @@ class ToolIndex:
             idf_matched=matched,
             idf_unknown=unknown,
             named_tool=np.isin(rows, stage.named.rows),
-            named_catalog=np.asarray(
-                [int(self._catalog_codes[r]) in named_catalogs for r in rows], dtype=bool
-            ),
-            names=[e.tool.name for e in entries],
-            inputs=[e.tool.input_schema for e in entries],
-            outputs=[e.tool.output_schema for e in entries],
+            named_catalog=np.isin(self._catalog_codes[rows], stage.named.catalogs),
+            name_words=[e.name_words for e in entries],
+            inputs=[e.input_names for e in entries],
+            outputs=[e.output_names for e in entries],
         )
         return candidate_features(texts[0], len(texts) - 1, stage.scores, shortlist, facts)
 

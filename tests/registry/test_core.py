@@ -322,3 +322,14 @@ def test_a_long_name_is_shortened_inside_its_default_scope(empty_registry: Regis
     assert outcome.assigned_scope == "w" * 59 + ":read"
     granted = Grants.parse([outcome.assigned_scope])
     assert [c.name for c in empty_registry.catalogs(granted)] == [name]
+
+
+@pytest.mark.parametrize("limit", [0, 5, 50])
+def test_a_tool_named_with_its_catalog_is_first_and_listed_once(
+    sample_registry: Registry, limit: int
+) -> None:
+    # "support/create_ticket" names the tool and its catalog: the catalog's best tool is the
+    # same tool, and the answer must not hold it twice.
+    ids = [h.entry.id for h in sample_registry.search("use support/create_ticket", limit).hits]
+    assert ids[0] == "support/create_ticket"
+    assert len(ids) == len(set(ids))

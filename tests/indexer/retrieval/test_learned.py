@@ -13,6 +13,7 @@ import pytest
 from indexer.evaluation.learning import Shortlisted, choose_threshold, fit_logistic, fit_ranker
 from indexer.retrieval.features import FEATURE_NAMES, FEATURES
 from indexer.retrieval.learned import (
+    CONFIDENCE_FEATURES,
     MODEL_FILE,
     LearnedStage,
     ModelFileError,
@@ -129,3 +130,24 @@ def test_the_weak_threshold_flags_at_most_the_allowed_share_of_answerable_reques
     point = choose_threshold(weak.probability(x), answerable)
     assert point.flagged_answerable <= 0.05
     assert point.flagged_unanswerable > 0.5
+
+
+def test_an_answer_under_the_cosine_floor_is_weak_whatever_the_classifier_says() -> None:
+    columns = list(range(len(FEATURES)))
+    ranker = fit_ranker(_synthetic(9), columns, rounds=3)
+    # A classifier that finds every answer confident (a large intercept).
+    confident = WeakMatch(
+        np.zeros(len(CONFIDENCE_FEATURES)),
+        np.ones(len(CONFIDENCE_FEATURES)),
+        np.zeros(len(CONFIDENCE_FEATURES)),
+        10.0,
+        0.5,
+        cosine_floor=0.2,
+    )
+    stage = LearnedStage(ranker, tuple(columns), confident)
+    features = np.zeros((3, len(FEATURES)), dtype=np.float32)
+    best = FEATURE_NAMES.index("dense_cosine_best_intent")
+    features[:, best] = [0.15, 0.1, 0.05]
+    assert stage.is_weak(stage.score(features), features)
+    features[0, best] = 0.25
+    assert not stage.is_weak(stage.score(features), features)
