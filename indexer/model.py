@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 JsonObject = dict[str, Any]
+
+# A tool carries at most this many links, declared and derived together: GetSchema answers up
+# to 50 tools at once, and a link list is read by a model, not browsed.
+MAX_LINKS = 32
 
 
 def canonical_json(value: object) -> str:
@@ -26,6 +31,25 @@ class CatalogFormat(StrEnum):
     OPENAPI = "openapi"
 
 
+# Slots: a large catalog may carry hundreds of thousands of derived links.
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolLink:
+    """A call an agent may make next with what a tool returned (see indexer/links.py)."""
+
+    rel: str
+    # "<catalog>/<tool name>": a tool of the same catalog or, when declared, of another.
+    target_id: str
+    # The target's input property -> where its value is in the source tool's result, a
+    # JSONPath-like reference such as "$.id" or "$.items[0].id".
+    arguments: Mapping[str, str] = field(default_factory=dict)
+    # True when the registry derived the link from the schemas; declared links are False.
+    derived: bool = False
+
+    def to_json(self) -> JsonObject:
+        """The declared form, as the stores keep it and the content hash reads it."""
+        return {"rel": self.rel, "target": self.target_id, "arguments": dict(self.arguments)}
+
+
 @dataclass(kw_only=True, frozen=True)
 class Tool:
     """One callable tool as the registry stores and serves it."""
@@ -41,6 +65,8 @@ class Tool:
     # The tool's own scopes; the catalog's defaults are added by `Catalog.required_scopes`.
     scopes: frozenset[str] = frozenset()
     examples: tuple[str, ...] = ()
+    # Declared links only: derived ones are recomputed from the catalog (indexer/links.py).
+    links: tuple[ToolLink, ...] = ()
 
     @property
     def id(self) -> str:
@@ -48,7 +74,7 @@ class Tool:
 
     def content_hash(self) -> str:
         """Changes iff anything a GetSchema caller or the index could see changes."""
-        payload = {
+        payload: JsonObject = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
@@ -59,6 +85,10 @@ class Tool:
             "scopes": sorted(self.scopes),
             "examples": list(self.examples),
         }
+        # Only when present, so a tool without links keeps the hash it had before links
+        # existed (an upgrade reports no change for catalogs that declare none).
+        if self.links:
+            payload["links"] = [link.to_json() for link in self.links]
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 

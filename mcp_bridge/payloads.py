@@ -76,7 +76,19 @@ def tool_definition(tool: pb.ToolSchema) -> Payload:
     annotations = json.loads(tool.annotations or "{}")
     if annotations:
         definition["annotations"] = annotations
+    if tool.links:
+        definition["links"] = [link_entry(link) for link in tool.links]
     return definition
+
+
+def link_entry(link: pb.ToolLink) -> Payload:
+    """A link as the model reads it: the next tool, how it relates, and which of its
+    arguments come from this tool's result. Kept small (a tool may have 32): the schema call
+    is implied by the id, and whether the link was derived changes nothing for the model."""
+    entry: Payload = {"id": link.target_id, "rel": link.rel}
+    if link.arguments:
+        entry["arguments"] = dict(sorted(link.arguments.items()))
+    return entry
 
 
 def schema_payload(reply: pb.GetSchemaResponse) -> Payload:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.links import tool_links
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
@@ -60,8 +61,10 @@ class LiveCatalog:
 
     @cached_property
     def entries(self) -> tuple[IndexedTool, ...]:
-        """The catalog's tools as the index serves them (kept between snapshots)."""
+        """The catalog's tools as the index serves them (kept between snapshots), each with
+        its links: derived here from the catalog alone, so a restart derives the same."""
         catalog = self.stored.catalog
+        links = tool_links(catalog.tools)
         return tuple(
             IndexedTool(
                 tool=stored.tool,
@@ -70,6 +73,7 @@ class LiveCatalog:
                 catalog_title=catalog.title,
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,
+                links=links[stored.tool.name],
             )
             for stored in self.stored.tools
         )

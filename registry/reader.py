@@ -131,7 +131,8 @@ class Snapshot:
         return wanted
 
     def schemas(self, ids: Sequence[str], viewer: Grants = ALL) -> list[IndexedTool]:
-        """The tools for `ids` in request order (duplicates once); every id must be visible."""
+        """The tools for `ids` in request order (duplicates once), each with the links the
+        caller may follow; every id must be visible."""
         if len(ids) > MAX_IDS:
             raise InvalidRequest(f"ids: at most {MAX_IDS} per call (got {len(ids)})")
         for position, tool_id in enumerate(ids):
@@ -151,7 +152,16 @@ class Snapshot:
         }
         if missing:
             raise ToolsNotFound(missing)
-        return [entry for entry in found.values() if entry is not None]
+        return [
+            self.with_visible_links(entry, viewer) for entry in found.values() if entry is not None
+        ]
+
+    def with_visible_links(self, entry: IndexedTool, viewer: Grants = ALL) -> IndexedTool:
+        """`entry` with only the links the caller may follow: to a tool of this snapshot it
+        may see. A link to an invisible tool is dropped exactly like one to a missing tool,
+        so the answer is the same whether that tool exists or not."""
+        kept = tuple(link for link in entry.links if self.index.get(link.target_id, viewer.allows))
+        return entry if len(kept) == len(entry.links) else replace(entry, links=kept)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,6 +41,16 @@ def tool_schema(entry: IndexedTool) -> pb.ToolSchema:
         annotations=json.dumps(tool.annotations, ensure_ascii=False),
         function_name=entry.function_name,
         catalog_revision=entry.catalog_revision,
+        links=[
+            pb.ToolLink(
+                target_id=link.target_id,
+                rel=link.rel,
+                derived=link.derived,
+                arguments=link.arguments,
+                next_call=pb.GetSchemaRequest(ids=[link.target_id]),
+            )
+            for link in entry.links
+        ],
     )
 
 

@@ -1,8 +1,8 @@
 """An MCP `tools/list` result -> a native catalog document.
 
-capreg's extras (scopes, tags, examples, the catalog's title and description) ride in MCP's
-own `_meta` fields, so a plain MCP server's answer registers as it is. Only shapes are mapped
-here; `indexer.formats.native` validates the result.
+capreg's extras (scopes, tags, examples, links, the catalog's title and description) ride in
+MCP's own `_meta` fields, so a plain MCP server's answer registers as it is. Only shapes are
+mapped here; `indexer.formats.native` validates the result.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from indexer.formats.rules import (
     META_DEFAULT_SCOPES,
     META_DESCRIPTION,
     META_EXAMPLES,
+    META_LINKS,
     META_SCOPES,
     META_TAGS,
     META_TITLE,
@@ -29,6 +30,7 @@ FIELDS = {
     "tags": f"_meta.{META_TAGS}",
     "required_scopes": f"_meta.{META_SCOPES}",
     "examples": f"_meta.{META_EXAMPLES}",
+    "links": f"_meta.{META_LINKS}",
 }
 CATALOG_FIELDS = {
     "description": f"_meta.{META_DESCRIPTION}",
@@ -91,5 +93,6 @@ def _tool(entry: object, index: int, problems: list[str]) -> object:
         "tags": meta.get(META_TAGS),
         "required_scopes": meta.get(META_SCOPES),
         "examples": meta.get(META_EXAMPLES),
+        "links": meta.get(META_LINKS),
     }
     return {key: value for key, value in tool.items() if value is not None}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from indexer.formats.links import DeclaredLink, read_links, resolve_links
 from indexer.formats.rules import (
     MAX_CATALOG_DESCRIPTION,
     MAX_DESCRIPTION,
@@ -61,8 +62,10 @@ def parse_native(document: object, given_name: str, foreign: Converted | None = 
         document.get("default_scopes"), catalog_src("default_scopes"), pattern=SCOPE
     )
     tools = []
+    declared: list[tuple[DeclaredLink, ...]] = []
     sources = foreign.sources if foreign else ()
     for label, entry in tool_entries(check, document.get("tools"), sources):
+        declared.append(read_links(check, entry.get("links"), f"{label}.{src('links')}"))
         tools.append(
             Tool(
                 catalog=name,
@@ -102,7 +105,8 @@ def parse_native(document: object, given_name: str, foreign: Converted | None = 
     catalog = Catalog(
         name=name,
         description=description,
-        tools=tuple(tools),
+        # Targets are resolved once every tool is known: a link may point further down.
+        tools=tuple(resolve_links(check, name, tools, declared)),
         title=title,
         version=version,
         default_scopes=frozenset(defaults),

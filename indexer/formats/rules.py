@@ -26,6 +26,8 @@ NATIVE_VERSION = 1
 # Patterns are matched whole (fullmatch): "$" would accept a trailing newline.
 CATALOG_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 SCOPE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+# A link's relation: lower-case, so "Read" and "read" cannot be two relations.
+LINK_REL = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 
 MAX_CONTENT_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 50_000
@@ -48,6 +50,7 @@ META_DEFAULT_SCOPES = "capreg/default_scopes"
 META_SCOPES = "capreg/required_scopes"
 META_TAGS = "capreg/tags"
 META_EXAMPLES = "capreg/examples"
+META_LINKS = "capreg/links"
 
 
 class CatalogError(CapregError, ValueError):

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.model import Tool
+from indexer.model import Tool, ToolLink
 from indexer.retrieval.document import summary
 from indexer.retrieval.features import property_names, words_of
 from indexer.retrieval.lexical import Postings, Vocabulary
@@ -37,6 +37,9 @@ class IndexedTool:
     catalog_title: str
     catalog_version: str
     catalog_revision: int
+    # Declared and derived (indexer/links.py), to any tool: who may follow which is decided
+    # when a schema is read (registry.reader.Snapshot.schemas).
+    links: tuple[ToolLink, ...] = ()
 
     @property
     def id(self) -> str:

@@ -202,6 +202,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
             print(f"  output schema: {json.dumps(json.loads(tool.output_schema), indent=2)}")
         if tool.annotations != "{}":
             print(f"  annotations: {tool.annotations}")
+        for link in tool.links:
+            arguments = json.dumps(dict(sorted(link.arguments.items()))) if link.arguments else ""
+            derived = " (derived)" if link.derived else ""
+            print(f"  link {link.rel}{derived}: {link.target_id} {arguments}".rstrip())
     return 0
 
 

@@ -24,13 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61preg/v1/registry.proto\x12\tcapreg.v1\"W\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x10\n\x08\x63\x61talogs\x18\x03 \x03(\t\x12\x16\n\x0emin_generation\x18\x04 \x01(\x04\"\x9a\x01\n\tSearchHit\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x0f\n\x07summary\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x02\x12.\n\tnext_call\x18\x06 \x01(\x0b\x32\x1b.capreg.v1.GetSchemaRequest\x12\x12\n\nsimilarity\x18\x07 \x01(\x02\"r\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.capreg.v1.SearchHit\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\x12\x12\n\nweak_match\x18\x03 \x01(\x08\x12\x0e\n\x06\x63\x61\x63hed\x18\x04 \x01(\x08\"7\n\x10GetSchemaRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x16\n\x0emin_generation\x18\x02 \x01(\x04\"\xd8\x01\n\nToolSchema\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x17\n\x0f\x63\x61talog_version\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x14\n\x0cinput_schema\x18\x06 \x01(\t\x12\x15\n\routput_schema\x18\x07 \x01(\t\x12\x13\n\x0b\x61nnotations\x18\x08 \x01(\t\x12\x15\n\rfunction_name\x18\t \x01(\t\x12\x18\n\x10\x63\x61talog_revision\x18\n \x01(\x04\"S\n\x11GetSchemaResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.capreg.v1.ToolSchema\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\"G\n\x16RegisterCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x03 \x01(\t\"\xe7\x01\n\x17RegisterCatalogResponse\x12\x0f\n\x07\x63\x61talog\x18\x01 \x01(\t\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\r\x12\x0f\n\x07updated\x18\x03 \x01(\r\x12\x0f\n\x07removed\x18\x04 \x01(\r\x12\x11\n\tunchanged\x18\x05 \x01(\r\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x10\n\x08revision\x18\x07 \x01(\x04\x12\x18\n\x10index_generation\x18\x08 \x01(\x04\x12\x10\n\x08\x65mbedded\x18\t \x01(\r\x12\x10\n\x08warnings\x18\n \x03(\t\x12\x16\n\x0e\x61ssigned_scope\x18\x0b \x01(\t\"N\n\x17RegisterCatalogsRequest\x12\x33\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32!.capreg.v1.RegisterCatalogRequest\"g\n\x18RegisterCatalogsResponse\x12\x31\n\x07results\x18\x01 \x03(\x0b\x32 .capreg.v1.RegisterCatalogResult\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\"\x89\x01\n\x15RegisterCatalogResult\x12\x38\n\nregistered\x18\x01 \x01(\x0b\x32\".capreg.v1.RegisterCatalogResponseH\x00\x12+\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x19.capreg.v1.CatalogFailureH\x00\x42\t\n\x07outcome\"=\n\x0e\x43\x61talogFailure\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"$\n\x14\x44\x65leteCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"S\n\x15\x44\x65leteCatalogResponse\x12\x0f\n\x07\x63\x61talog\x18\x01 \x01(\t\x12\x0f\n\x07removed\x18\x02 \x01(\r\x12\x18\n\x10index_generation\x18\x03 \x01(\x04\"-\n\x13ListCatalogsRequest\x12\x16\n\x0emin_generation\x18\x01 \x01(\x04\"v\n\x0b\x43\x61talogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x10\n\x08revision\x18\x05 \x01(\x04\x12\x12\n\ntool_count\x18\x06 \x01(\r\"Z\n\x14ListCatalogsResponse\x12(\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32\x16.capreg.v1.CatalogInfo\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\x32\xf7\x03\n\x12\x43\x61pabilityRegistry\x12=\n\x06Search\x12\x18.capreg.v1.SearchRequest\x1a\x19.capreg.v1.SearchResponse\x12\x46\n\tGetSchema\x12\x1b.capreg.v1.GetSchemaRequest\x1a\x1c.capreg.v1.GetSchemaResponse\x12X\n\x0fRegisterCatalog\x12!.capreg.v1.RegisterCatalogRequest\x1a\".capreg.v1.RegisterCatalogResponse\x12[\n\x10RegisterCatalogs\x12\".capreg.v1.RegisterCatalogsRequest\x1a#.capreg.v1.RegisterCatalogsResponse\x12R\n\rDeleteCatalog\x12\x1f.capreg.v1.DeleteCatalogRequest\x1a .capreg.v1.DeleteCatalogResponse\x12O\n\x0cListCatalogs\x12\x1e.capreg.v1.ListCatalogsRequest\x1a\x1f.capreg.v1.ListCatalogsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61preg/v1/registry.proto\x12\tcapreg.v1\"W\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x10\n\x08\x63\x61talogs\x18\x03 \x03(\t\x12\x16\n\x0emin_generation\x18\x04 \x01(\x04\"\x9a\x01\n\tSearchHit\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x0f\n\x07summary\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x02\x12.\n\tnext_call\x18\x06 \x01(\x0b\x32\x1b.capreg.v1.GetSchemaRequest\x12\x12\n\nsimilarity\x18\x07 \x01(\x02\"r\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.capreg.v1.SearchHit\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\x12\x12\n\nweak_match\x18\x03 \x01(\x08\x12\x0e\n\x06\x63\x61\x63hed\x18\x04 \x01(\x08\"7\n\x10GetSchemaRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x16\n\x0emin_generation\x18\x02 \x01(\x04\"\xfc\x01\n\nToolSchema\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61talog\x18\x03 \x01(\t\x12\x17\n\x0f\x63\x61talog_version\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x14\n\x0cinput_schema\x18\x06 \x01(\t\x12\x15\n\routput_schema\x18\x07 \x01(\t\x12\x13\n\x0b\x61nnotations\x18\x08 \x01(\t\x12\x15\n\rfunction_name\x18\t \x01(\t\x12\x18\n\x10\x63\x61talog_revision\x18\n \x01(\x04\x12\"\n\x05links\x18\x0b \x03(\x0b\x32\x13.capreg.v1.ToolLink\"\xd4\x01\n\x08ToolLink\x12\x11\n\ttarget_id\x18\x01 \x01(\t\x12\x0b\n\x03rel\x18\x02 \x01(\t\x12\x0f\n\x07\x64\x65rived\x18\x03 \x01(\x08\x12\x35\n\targuments\x18\x04 \x03(\x0b\x32\".capreg.v1.ToolLink.ArgumentsEntry\x12.\n\tnext_call\x18\x05 \x01(\x0b\x32\x1b.capreg.v1.GetSchemaRequest\x1a\x30\n\x0e\x41rgumentsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"S\n\x11GetSchemaResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.capreg.v1.ToolSchema\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\"G\n\x16RegisterCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x0e\n\x06\x66ormat\x18\x03 \x01(\t\"\xe7\x01\n\x17RegisterCatalogResponse\x12\x0f\n\x07\x63\x61talog\x18\x01 \x01(\t\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\r\x12\x0f\n\x07updated\x18\x03 \x01(\r\x12\x0f\n\x07removed\x18\x04 \x01(\r\x12\x11\n\tunchanged\x18\x05 \x01(\r\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x10\n\x08revision\x18\x07 \x01(\x04\x12\x18\n\x10index_generation\x18\x08 \x01(\x04\x12\x10\n\x08\x65mbedded\x18\t \x01(\r\x12\x10\n\x08warnings\x18\n \x03(\t\x12\x16\n\x0e\x61ssigned_scope\x18\x0b \x01(\t\"N\n\x17RegisterCatalogsRequest\x12\x33\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32!.capreg.v1.RegisterCatalogRequest\"g\n\x18RegisterCatalogsResponse\x12\x31\n\x07results\x18\x01 \x03(\x0b\x32 .capreg.v1.RegisterCatalogResult\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\"\x89\x01\n\x15RegisterCatalogResult\x12\x38\n\nregistered\x18\x01 \x01(\x0b\x32\".capreg.v1.RegisterCatalogResponseH\x00\x12+\n\x06\x66\x61iled\x18\x02 \x01(\x0b\x32\x19.capreg.v1.CatalogFailureH\x00\x42\t\n\x07outcome\"=\n\x0e\x43\x61talogFailure\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"$\n\x14\x44\x65leteCatalogRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"S\n\x15\x44\x65leteCatalogResponse\x12\x0f\n\x07\x63\x61talog\x18\x01 \x01(\t\x12\x0f\n\x07removed\x18\x02 \x01(\r\x12\x18\n\x10index_generation\x18\x03 \x01(\x04\"-\n\x13ListCatalogsRequest\x12\x16\n\x0emin_generation\x18\x01 \x01(\x04\"v\n\x0b\x43\x61talogInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x10\n\x08revision\x18\x05 \x01(\x04\x12\x12\n\ntool_count\x18\x06 \x01(\r\"Z\n\x14ListCatalogsResponse\x12(\n\x08\x63\x61talogs\x18\x01 \x03(\x0b\x32\x16.capreg.v1.CatalogInfo\x12\x18\n\x10index_generation\x18\x02 \x01(\x04\x32\xf7\x03\n\x12\x43\x61pabilityRegistry\x12=\n\x06Search\x12\x18.capreg.v1.SearchRequest\x1a\x19.capreg.v1.SearchResponse\x12\x46\n\tGetSchema\x12\x1b.capreg.v1.GetSchemaRequest\x1a\x1c.capreg.v1.GetSchemaResponse\x12X\n\x0fRegisterCatalog\x12!.capreg.v1.RegisterCatalogRequest\x1a\".capreg.v1.RegisterCatalogResponse\x12[\n\x10RegisterCatalogs\x12\".capreg.v1.RegisterCatalogsRequest\x1a#.capreg.v1.RegisterCatalogsResponse\x12R\n\rDeleteCatalog\x12\x1f.capreg.v1.DeleteCatalogRequest\x1a .capreg.v1.DeleteCatalogResponse\x12O\n\x0cListCatalogs\x12\x1e.capreg.v1.ListCatalogsRequest\x1a\x1f.capreg.v1.ListCatalogsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capreg.v1.registry_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_TOOLLINK_ARGUMENTSENTRY']._loaded_options = None
+  _globals['_TOOLLINK_ARGUMENTSENTRY']._serialized_options = b'8\001'
   _globals['_SEARCHREQUEST']._serialized_start=39
   _globals['_SEARCHREQUEST']._serialized_end=126
   _globals['_SEARCHHIT']._serialized_start=129
@@ -40,31 +42,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSCHEMAREQUEST']._serialized_start=401
   _globals['_GETSCHEMAREQUEST']._serialized_end=456
   _globals['_TOOLSCHEMA']._serialized_start=459
-  _globals['_TOOLSCHEMA']._serialized_end=675
-  _globals['_GETSCHEMARESPONSE']._serialized_start=677
-  _globals['_GETSCHEMARESPONSE']._serialized_end=760
-  _globals['_REGISTERCATALOGREQUEST']._serialized_start=762
-  _globals['_REGISTERCATALOGREQUEST']._serialized_end=833
-  _globals['_REGISTERCATALOGRESPONSE']._serialized_start=836
-  _globals['_REGISTERCATALOGRESPONSE']._serialized_end=1067
-  _globals['_REGISTERCATALOGSREQUEST']._serialized_start=1069
-  _globals['_REGISTERCATALOGSREQUEST']._serialized_end=1147
-  _globals['_REGISTERCATALOGSRESPONSE']._serialized_start=1149
-  _globals['_REGISTERCATALOGSRESPONSE']._serialized_end=1252
-  _globals['_REGISTERCATALOGRESULT']._serialized_start=1255
-  _globals['_REGISTERCATALOGRESULT']._serialized_end=1392
-  _globals['_CATALOGFAILURE']._serialized_start=1394
-  _globals['_CATALOGFAILURE']._serialized_end=1455
-  _globals['_DELETECATALOGREQUEST']._serialized_start=1457
-  _globals['_DELETECATALOGREQUEST']._serialized_end=1493
-  _globals['_DELETECATALOGRESPONSE']._serialized_start=1495
-  _globals['_DELETECATALOGRESPONSE']._serialized_end=1578
-  _globals['_LISTCATALOGSREQUEST']._serialized_start=1580
-  _globals['_LISTCATALOGSREQUEST']._serialized_end=1625
-  _globals['_CATALOGINFO']._serialized_start=1627
-  _globals['_CATALOGINFO']._serialized_end=1745
-  _globals['_LISTCATALOGSRESPONSE']._serialized_start=1747
-  _globals['_LISTCATALOGSRESPONSE']._serialized_end=1837
-  _globals['_CAPABILITYREGISTRY']._serialized_start=1840
-  _globals['_CAPABILITYREGISTRY']._serialized_end=2343
+  _globals['_TOOLSCHEMA']._serialized_end=711
+  _globals['_TOOLLINK']._serialized_start=714
+  _globals['_TOOLLINK']._serialized_end=926
+  _globals['_TOOLLINK_ARGUMENTSENTRY']._serialized_start=878
+  _globals['_TOOLLINK_ARGUMENTSENTRY']._serialized_end=926
+  _globals['_GETSCHEMARESPONSE']._serialized_start=928
+  _globals['_GETSCHEMARESPONSE']._serialized_end=1011
+  _globals['_REGISTERCATALOGREQUEST']._serialized_start=1013
+  _globals['_REGISTERCATALOGREQUEST']._serialized_end=1084
+  _globals['_REGISTERCATALOGRESPONSE']._serialized_start=1087
+  _globals['_REGISTERCATALOGRESPONSE']._serialized_end=1318
+  _globals['_REGISTERCATALOGSREQUEST']._serialized_start=1320
+  _globals['_REGISTERCATALOGSREQUEST']._serialized_end=1398
+  _globals['_REGISTERCATALOGSRESPONSE']._serialized_start=1400
+  _globals['_REGISTERCATALOGSRESPONSE']._serialized_end=1503
+  _globals['_REGISTERCATALOGRESULT']._serialized_start=1506
+  _globals['_REGISTERCATALOGRESULT']._serialized_end=1643
+  _globals['_CATALOGFAILURE']._serialized_start=1645
+  _globals['_CATALOGFAILURE']._serialized_end=1706
+  _globals['_DELETECATALOGREQUEST']._serialized_start=1708
+  _globals['_DELETECATALOGREQUEST']._serialized_end=1744
+  _globals['_DELETECATALOGRESPONSE']._serialized_start=1746
+  _globals['_DELETECATALOGRESPONSE']._serialized_end=1829
+  _globals['_LISTCATALOGSREQUEST']._serialized_start=1831
+  _globals['_LISTCATALOGSREQUEST']._serialized_end=1876
+  _globals['_CATALOGINFO']._serialized_start=1878
+  _globals['_CATALOGINFO']._serialized_end=1996
+  _globals['_LISTCATALOGSRESPONSE']._serialized_start=1998
+  _globals['_LISTCATALOGSRESPONSE']._serialized_end=2088
+  _globals['_CAPABILITYREGISTRY']._serialized_start=2091
+  _globals['_CAPABILITYREGISTRY']._serialized_end=2594
 # @@protoc_insertion_point(module_scope)

@@ -90,10 +90,11 @@ class SearchHit(_message.Message):
     summary: _builtins.str
     """First sentence of the description, at most 200 characters, one line."""
     score: _builtins.float
-    """Relevance: semantic, lexical and catalog evidence blended, each scaled from 0 (the
-    average tool in the registry) to 1 (the best tool the caller may see); higher is better.
-    Hits are ordered by it, except that tools and catalogs the request names literally
-    ("support/create_ticket", "use context7") come first.
+    """Relevance, comparable within one answer: the learned ranking stage's score over
+    semantic, lexical, catalog and naming evidence (without the learned stage: that evidence
+    blended, each part scaled from 0, the average tool the caller may see, to 1, the best);
+    higher is better. Hits are ordered by it, except that tools and catalogs the request
+    names literally ("support/create_ticket", "use context7") come first.
     """
     similarity: _builtins.float
     """Cosine similarity of the request (or its best-matching clause) and the tool's document,
@@ -136,8 +137,10 @@ class SearchResponse(_message.Message):
     the caller may not see.
     """
     weak_match: _builtins.bool
-    """True when even the best hit's similarity is below the registry's floor: the agent
-    should rephrase or tell the user nothing fits, rather than trust these hits.
+    """True when the registry judges that nothing it lets this caller see answers the request
+    well (a classifier over the answer's similarities and scores, calibrated to flag at most
+    5% of answerable requests): the agent should rephrase or tell the user nothing fits,
+    rather than trust these hits.
     """
     cached: _builtins.bool
     """True when the response was served from the result cache."""
@@ -201,6 +204,7 @@ class ToolSchema(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _builtins.int
     FUNCTION_NAME_FIELD_NUMBER: _builtins.int
     CATALOG_REVISION_FIELD_NUMBER: _builtins.int
+    LINKS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     name: _builtins.str
     catalog: _builtins.str
@@ -219,6 +223,14 @@ class ToolSchema(_message.Message):
     """
     catalog_revision: _builtins.int
     """The catalog's revision when this schema was registered (see CatalogInfo.revision)."""
+    @_builtins.property
+    def links(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolLink]:
+        """Calls that may follow this tool, using what it returns: those its catalog declares,
+        then those the registry derives from the schemas (at most 32 in all). Only tools the
+        caller may see are linked; a link to any other tool is left out, exactly as if that
+        tool did not exist.
+        """
+
     def __init__(
         self,
         *,
@@ -232,14 +244,86 @@ class ToolSchema(_message.Message):
         annotations: _builtins.str = ...,
         function_name: _builtins.str = ...,
         catalog_revision: _builtins.int = ...,
+        links: _abc.Iterable[Global___ToolLink] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "catalog", b"catalog", "catalog_revision", b"catalog_revision", "catalog_version", b"catalog_version", "description", b"description", "function_name", b"function_name", "id", b"id", "input_schema", b"input_schema", "name", b"name", "output_schema", b"output_schema"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "catalog", b"catalog", "catalog_revision", b"catalog_revision", "catalog_version", b"catalog_version", "description", b"description", "function_name", b"function_name", "id", b"id", "input_schema", b"input_schema", "links", b"links", "name", b"name", "output_schema", b"output_schema"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolSchema: _TypeAlias = ToolSchema  # noqa: Y015
+
+@_typing.final
+class ToolLink(_message.Message):
+    """A call that may follow a tool (see docs/catalog-format.md#links)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ArgumentsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    TARGET_ID_FIELD_NUMBER: _builtins.int
+    REL_FIELD_NUMBER: _builtins.int
+    DERIVED_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    NEXT_CALL_FIELD_NUMBER: _builtins.int
+    target_id: _builtins.str
+    """The tool to call next: "<catalog>/<tool name>", possibly in another catalog."""
+    rel: _builtins.str
+    """How the target relates to this tool. Derived links use "read" (create -> get), "item"
+    (list -> get), "update" and "delete" (get -> update / delete), "collection"
+    (create -> list) and "feeds" (this tool returns an identifier the target requires);
+    a catalog may declare its own (^[a-z][a-z0-9_.-]{0,63}$).
+    """
+    derived: _builtins.bool
+    """True when the registry derived the link from the schemas; false when the catalog
+    declared it.
+    """
+    @_builtins.property
+    def arguments(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Target argument name -> where its value is in this tool's result, as a JSONPath-like
+        reference ("$.id", "$.tickets[0].ticket_id"). The target's other arguments come from
+        elsewhere; empty when none can be taken from the result.
+        """
+
+    @_builtins.property
+    def next_call(self) -> Global___GetSchemaRequest:
+        """GetSchema for the target, ready to send."""
+
+    def __init__(
+        self,
+        *,
+        target_id: _builtins.str = ...,
+        rel: _builtins.str = ...,
+        derived: _builtins.bool = ...,
+        arguments: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        next_call: Global___GetSchemaRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["next_call", b"next_call"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "derived", b"derived", "next_call", b"next_call", "rel", b"rel", "target_id", b"target_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolLink: _TypeAlias = ToolLink  # noqa: Y015
 
 @_typing.final
 class GetSchemaResponse(_message.Message):

@@ -18,7 +18,7 @@ import orjson
 from numpy.typing import NDArray
 
 from indexer.errors import CapregError
-from indexer.model import Catalog, CatalogFormat, Tool
+from indexer.model import Catalog, CatalogFormat, Tool, ToolLink
 
 
 class StoreError(CapregError):
@@ -46,19 +46,21 @@ class StoredCatalog:
 
 def tool_to_json(tool: Tool) -> str:
     # Key order inside schemas is kept as registered: GetSchema returns what was given.
-    return json.dumps(
-        {
-            "description": tool.description,
-            "input_schema": tool.input_schema,
-            "output_schema": tool.output_schema,
-            "annotations": tool.annotations,
-            "title": tool.title,
-            "tags": list(tool.tags),
-            "scopes": sorted(tool.scopes),
-            "examples": list(tool.examples),
-        },
-        ensure_ascii=False,
-    )
+    data: dict[str, Any] = {
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "output_schema": tool.output_schema,
+        "annotations": tool.annotations,
+        "title": tool.title,
+        "tags": list(tool.tags),
+        "scopes": sorted(tool.scopes),
+        "examples": list(tool.examples),
+    }
+    # Declared links only (derived ones are recomputed from the catalog on load); the key is
+    # left out when there are none, as rows written before links existed have it.
+    if tool.links:
+        data["links"] = [link.to_json() for link in tool.links]
+    return json.dumps(data, ensure_ascii=False)
 
 
 def tool_from_json(catalog: str, name: str, text: str) -> Tool:
@@ -75,6 +77,10 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
         tags=tuple(data["tags"]),
         scopes=frozenset(data["scopes"]),
         examples=tuple(data["examples"]),
+        links=tuple(
+            ToolLink(rel=link["rel"], target_id=link["target"], arguments=link["arguments"])
+            for link in data.get("links", ())
+        ),
     )
 
 

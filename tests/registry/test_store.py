@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -14,13 +15,14 @@ import psycopg
 import pytest
 
 from bench.server_process import serving
-from indexer.model import Catalog, Tool
+from indexer.model import Catalog, Tool, ToolLink
 from indexer.naming import function_name
 from registry import shared_keys
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import PostgresStore, SqliteStore, Store, StoredTool, StoreError, open_store
+from registry.store.base import tool_from_json
 from registry.store.postgres import NOTIFY_CHANNEL
 from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
 from tests.conftest import CATALOGS, DATA, CountingEmbedder
@@ -116,6 +118,27 @@ def test_a_failed_change_leaves_the_previous_version(store: Store) -> None:
     names = {c.catalog.name: [t.tool.name for t in c.tools] for c in store.catalogs()}
     assert names == {"crm": ["find_customer"], "hr": ["find_employee"]}
     assert store.embeddings(MODEL, ["h9"]) == {}
+
+
+def test_declared_links_are_stored_with_their_tool(store: Store) -> None:
+    link = ToolLink(rel="lead", target_id="crm/create_lead", arguments={"company": "$.name"})
+    other = ToolLink(rel="tickets", target_id="support/search_tickets")
+    crm = catalog("crm", ["find_customer", "create_lead"])
+    crm = replace(crm, tools=(replace(crm.tools[0], links=(link, other)), crm.tools[1]))
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    [got] = store.catalogs()
+    assert got.catalog == crm
+    assert got.catalog.tools[0].links == (link, other)
+    assert got.catalog.tools[1].links == ()
+
+
+def test_a_tool_stored_before_links_existed_loads_without_links() -> None:
+    # A row as written before links existed: no "links" key at all.
+    text = (
+        '{"description": "d", "input_schema": {}, "output_schema": null, "annotations": {},'
+        ' "title": "", "tags": [], "scopes": [], "examples": []}'
+    )
+    assert tool_from_json("crm", "find_customer", text).links == ()
 
 
 def test_partitions_are_kept_per_model(store: Store) -> None:
