@@ -183,8 +183,11 @@ def format_table(reports: Iterable[Report], *, percent: bool = True) -> str:
     header = "| retriever | " + " | ".join(TABLE_COLUMNS) + " |"
     lines = [header, "|" + " --- |" * (len(TABLE_COLUMNS) + 1)]
     for report in rows:
-        values = [report.metrics.get(column, 0.0) for column in TABLE_COLUMNS]
-        shown = [f"{v * 100:.2f}" if percent else f"{v:.4f}" for v in values]
+        values = [report.metrics.get(column) for column in TABLE_COLUMNS]
+        # A metric the protocol does not define (nDCG of a step-wise union) is shown as such.
+        shown = [
+            "—" if v is None else (f"{v * 100:.2f}" if percent else f"{v:.4f}") for v in values
+        ]
         lines.append(f"| {report.retriever} | " + " | ".join(shown) + " |")
     return "\n".join(lines)
 

@@ -311,29 +311,41 @@ class ArrayBM25:
         """How much of the request's IDF mass (its distinct words, each weighted by its IDF
         over the visible documents) each of `rows` contains, and the share that no visible
         document contains at all (a request about something nobody offers). Both 0 when the
-        request has no word BM25 reads."""
-        matched = np.zeros(len(rows), dtype=np.float64)
+        request has no word BM25 reads. A fixed number of array operations whatever the
+        request's length: it runs on every search."""
+        tokens = list(dict.fromkeys(_tokens(query)))
+        if not tokens:
+            return np.zeros(len(rows), dtype=np.float32), 0.0
+        found = [t for t in (self._term(token) for token in tokens) if t is not None]
+        terms = np.asarray(found, dtype=np.int64)
+        starts, ends = self._starts[terms], self._starts[terms + 1]
+        lengths = ends - starts
+        # Every posting of the request's known terms, and which term each belongs to.
+        first = np.cumsum(lengths) - lengths  # where each term's postings begin, gathered
+        gather = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
+        docs = self._docs[gather]
+        term_of = np.repeat(np.arange(len(terms)), lengths)
         scoped = visible is not None and not visible.all()
-        size = int(visible.sum()) if scoped and visible is not None else self._size
-        total = unknown = 0.0
-        for token in dict.fromkeys(_tokens(query)):
-            term = self._term(token)
-            docs = None
-            if term is not None:
-                docs = self._docs[self._starts[term] : self._starts[term + 1]]
-                if scoped and visible is not None:
-                    docs = docs[visible[docs]]
-            df = len(docs) if docs is not None else 0
-            idf = float(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
-            total += idf
-            if docs is None or not df:
-                unknown += idf
-                continue
-            present = np.zeros(self._size, dtype=bool)
-            present[docs] = True
-            matched += idf * present[rows]
+        if scoped and visible is not None:
+            keep = visible[docs]
+            docs, term_of = docs[keep], term_of[keep]
+            size = int(visible.sum())
+        else:
+            size = self._size
+        df = np.bincount(term_of, minlength=len(terms)).astype(np.float64)
+        idf = np.log(1.0 + (size - df + 0.5) / (df + 0.5))
+        # Words no visible document has weigh the most (df 0), known or not.
+        unknown_idf = float(np.log(1.0 + (size + 0.5) / 0.5))
+        unknown = (len(tokens) - len(terms)) * unknown_idf + float(idf[df == 0].sum())
+        total = float(idf.sum()) + (len(tokens) - len(terms)) * unknown_idf
         if total <= 0.0:
             return np.zeros(len(rows), dtype=np.float32), 0.0
+        position = np.full(self._size, -1, dtype=np.int64)
+        position[rows] = np.arange(len(rows))
+        at = position[docs]
+        hit = at >= 0
+        matched = np.zeros(len(rows), dtype=np.float64)
+        np.add.at(matched, at[hit], idf[term_of[hit]])
         return (matched / total).astype(np.float32), unknown / total
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -22,6 +24,7 @@ QUERIES = [
 ]
 
 
+@cache
 def _sample_documents() -> list[str]:
     from indexer.formats import parse_catalog
 
@@ -71,3 +74,52 @@ def test_the_stopwords_are_bm25s_own() -> None:
     from indexer.retrieval.lexical import STOPWORDS_EN
 
     assert tuple(stopwords.STOPWORDS_EN) == STOPWORDS_EN
+
+
+def _coverage_by_hand(
+    documents: list[str], query: str, rows: list[int], visible: list[bool]
+) -> tuple[list[float], float]:
+    """The IDF-mass coverage written out word by word (the definition)."""
+    from indexer.retrieval.lexical import _tokens
+
+    seen = [i for i, ok in enumerate(visible) if ok]
+    words = [set(_tokens(documents[i])) for i in range(len(documents))]
+    matched = [0.0] * len(rows)
+    total = unknown = 0.0
+    for token in dict.fromkeys(_tokens(query)):
+        df = sum(1 for i in seen if token in words[i])
+        idf = float(np.log(1.0 + (len(seen) - df + 0.5) / (df + 0.5)))
+        total += idf
+        if not df:
+            unknown += idf
+            continue
+        for k, row in enumerate(rows):
+            if visible[row] and token in words[row]:
+                matched[k] += idf
+    if total <= 0.0:
+        return [0.0] * len(rows), 0.0
+    return [m / total for m in matched], unknown / total
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, 10_000), min_size=2, max_size=12),
+    query=st.sampled_from(QUERIES),
+    hidden=st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_idf_coverage_is_the_share_of_the_requests_idf_mass_each_document_holds(
+    picks: list[int], query: str, hidden: list[bool]
+) -> None:
+    pool = list(_sample_documents())
+    documents = [pool[p % len(pool)] for p in picks]
+    visible = [not h for h in hidden[: len(documents)]]
+    if not any(visible):
+        visible[0] = True
+    rows = [i for i, ok in enumerate(visible) if ok]
+    index = ArrayBM25(documents)
+    matched, unknown = index.idf_coverage(
+        query, np.asarray(rows, dtype=np.int64), np.asarray(visible)
+    )
+    expected, expected_unknown = _coverage_by_hand(documents, query, rows, visible)
+    np.testing.assert_allclose(matched, expected, rtol=1e-5, atol=1e-6)
+    assert unknown == pytest.approx(expected_unknown, rel=1e-9, abs=1e-12)
