@@ -24,6 +24,8 @@ from indexer.retrieval.literal import tokens as identifier_tokens
 
 # Shortlist for the learned stage: every hit a request may ask for (MAX_LIMIT) is reranked.
 SHORTLIST = 50
+# Features are rounded to this many decimals (see candidate_features).
+FEATURE_DECIMALS = 4
 # The top candidates whose catalog and parameters the catalog and link features compare to.
 NEIGHBOURS = 10
 LINK_NEIGHBOURS = 5
@@ -50,15 +52,14 @@ class Feature:
 
 FEATURES: tuple[Feature, ...] = (
     Feature("blend_score", FeatureGroup.BLEND),
-    Feature("blend_rank", FeatureGroup.BLEND),
+    Feature("blend_gap_to_best", FeatureGroup.BLEND),
     Feature("dense_cosine", FeatureGroup.DENSE),
     Feature("dense_cosine_best_intent", FeatureGroup.DENSE),
     Feature("dense_scaled", FeatureGroup.DENSE),
-    Feature("dense_rank", FeatureGroup.DENSE),
     Feature("dense_gap_to_best", FeatureGroup.DENSE),
     Feature("bm25_scaled", FeatureGroup.LEXICAL),
     Feature("bm25_scaled_best_intent", FeatureGroup.LEXICAL),
-    Feature("bm25_rank", FeatureGroup.LEXICAL),
+    Feature("bm25_gap_to_best", FeatureGroup.LEXICAL),
     Feature("bm25_idf_matched", FeatureGroup.LEXICAL),
     Feature("request_idf_unknown", FeatureGroup.LEXICAL),
     Feature("request_words", FeatureGroup.REQUEST),
@@ -112,12 +113,6 @@ class ShortlistFacts:
     outputs: Sequence[frozenset[str]]
 
 
-def _rank_of(scores: NDArray[np.float32], at: NDArray[np.int64]) -> NDArray[np.float32]:
-    """How many candidates score strictly higher than each of `at` (0 for the best)."""
-    higher = (scores[None, :] > scores[at][:, None]).sum(axis=1)
-    return np.asarray(np.log1p(higher), dtype=np.float32)
-
-
 def words_of(text: str) -> frozenset[str]:
     """Lower-case words, camelCase and snake_case split (`getUserById` -> get, user, by, id)."""
     return frozenset(_WORD.findall(_CAMEL_BREAK.sub(" ", text).lower()))
@@ -145,16 +140,18 @@ def candidate_features(
     column = {name: i for i, name in enumerate(FEATURE_NAMES)}
     dense = scores.dense
     out[:, column["blend_score"]] = scores.blend[shortlist]
-    out[:, column["blend_rank"]] = _rank_of(scores.blend, shortlist)
+    # Gaps to the best, not ranks: the IVF path scores candidates only, so a rank among
+    # them depends on which rows the approximate search found; the best is always found.
+    out[:, column["blend_gap_to_best"]] = scores.blend[shortlist] - scores.blend.max()
     out[:, column["dense_cosine"]] = dense[0, shortlist]
     out[:, column["dense_cosine_best_intent"]] = dense[:, shortlist].max(axis=0)
     out[:, column["dense_scaled"]] = scores.dense_scaled[0, shortlist]
-    out[:, column["dense_rank"]] = _rank_of(dense[0], shortlist)
     out[:, column["dense_gap_to_best"]] = dense[0, shortlist] - dense[0].max()
     if scores.lexical_scaled is not None and scores.lexical_raw is not None:
         out[:, column["bm25_scaled"]] = scores.lexical_scaled[0, shortlist]
         out[:, column["bm25_scaled_best_intent"]] = scores.lexical_scaled[:, shortlist].max(axis=0)
-        out[:, column["bm25_rank"]] = _rank_of(scores.lexical_raw[0], shortlist)
+        best = scores.lexical_scaled[0].max()
+        out[:, column["bm25_gap_to_best"]] = scores.lexical_scaled[0, shortlist] - best
         out[:, column["bm25_idf_matched"]] = facts.idf_matched
         out[:, column["request_idf_unknown"]] = facts.idf_unknown
     request_words = words_of(request)
@@ -175,7 +172,10 @@ def candidate_features(
     top = codes[:NEIGHBOURS]
     out[:, column["catalog_share_of_top"]] = (codes[:, None] == top[None, :]).sum(axis=1) / len(top)
     _link_features(out, column, codes, facts)
-    return out
+    # Trees split at thresholds between the training values: rounded to a fixed grid, a
+    # feature never lands on a threshold, so float noise between the exact and the IVF path
+    # (means from moments, last bits) cannot send a candidate down another branch.
+    return np.round(out, FEATURE_DECIMALS)
 
 
 def _link_features(

@@ -1,12 +1,13 @@
-"""Regression gate: search quality on a fixed subset must not fall below committed floors.
+"""Regression gate: search quality on held-out sets must not fall below committed floors.
 
-The subset is the first 200 seal-tools dev queries (the tuning split) plus all of
-livemcpbench, stabletoolbench and metatool-multi, through the same in-process search path the
-server uses, with the registry's default retriever. Raise the floors when quality improves;
-never lower them to pass. A floor came down once, on purpose: mean-max scaling, chosen on the
-tuning split, costs livemcpbench R@5 1.2 points (94 queries: 6 gained, 7 lost) while it raises
-stabletoolbench, metatool and metatool-multi by about 3 (docs/results/ablation.md, hybrid-z;
-docs/results/query-diff-livemcpbench.md).
+The sets are held-out parts only (nothing here is tuned on: see TUNING_SETS in
+indexer/evaluation/datasets.py): all of livemcpbench, the held-out part of stabletoolbench,
+metatool-multi, the first 200 seal-tools test_out_domain queries and the first 2,000 of
+MetaTool's held-out part, through the same in-process search path the server uses, with the
+registry's default retriever (the learned stage included). Raise the floors when quality
+improves; never lower them to pass. Floors came down twice, on purpose: once for mean-max
+scaling (docs/results/ablation.md, hybrid-z), and once when the learned stage traded
+livemcpbench R@5 for P@1 on every held-out set (docs/results/learned-ablation.md).
 """
 
 from __future__ import annotations
@@ -26,16 +27,24 @@ from tests.conftest import DATASETS
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
-    "seal-tools:dev": {"recall@5": 0.97, "f1@returned": 0.92},
-    "livemcpbench": {"recall@5": 0.40, "f1@returned": 0.22},
-    "stabletoolbench": {"recall@5": 0.745, "f1@returned": 0.58},
-    "metatool-multi": {"recall@5": 0.595, "f1@returned": 0.40},
+    "seal-tools:test_out_domain": {"recall@5": 0.955, "f1@returned": 0.87},
+    "livemcpbench": {"recall@5": 0.395, "precision@1": 0.39},
+    "stabletoolbench": {"recall@5": 0.75, "f1@returned": 0.58},
+    "metatool": {"precision@1": 0.28, "recall@5": 0.61},
+    "metatool-multi": {"recall@5": 0.675, "f1@returned": 0.41},
 }
 # How many queries of each set (0: all of them).
-SUBSET = {"seal-tools:dev": 200, "livemcpbench": 0, "stabletoolbench": 0, "metatool-multi": 0}
+SUBSET = {
+    "seal-tools:test_out_domain": 200,
+    "livemcpbench": 0,
+    "stabletoolbench": 0,
+    "metatool": 2000,
+    "metatool-multi": 0,
+}
 
 
 def _report(name: str, model: Embedder, folder: Path) -> Report:
+    # Registry databases are shared with the training test (each set embedded once).
     dataset = load_dataset(name, DATASETS)
     queries = list(dataset.queries)[: SUBSET[name] or None]
     store = SqliteStore(folder / f"{name.split(':')[0]}.db")
@@ -53,9 +62,9 @@ def _report(name: str, model: Embedder, folder: Path) -> Report:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_search_quality_stays_above_the_committed_floors(
-    name: str, model: Embedder, tmp_path_factory: pytest.TempPathFactory
+    name: str, model: Embedder, eval_workdir: Path
 ) -> None:
-    report = _report(name, model, tmp_path_factory.mktemp("gate"))
+    report = _report(name, model, eval_workdir)
     measured = {metric: round(report.metrics[metric], 4) for metric in FLOORS[name]}
     print(f"{name}: {measured}")
     for metric, floor in FLOORS[name].items():
