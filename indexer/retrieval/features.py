@@ -91,7 +91,6 @@ class StageScores:
     blend: NDArray[np.float32]
     dense: NDArray[np.float32]
     dense_scaled: NDArray[np.float32]
-    lexical_raw: NDArray[np.float32] | None
     lexical_scaled: NDArray[np.float32] | None
     catalog_scaled: NDArray[np.float32] | None
     catalog_codes: NDArray[np.int32]
@@ -147,7 +146,7 @@ def candidate_features(
     out[:, column["dense_cosine_best_intent"]] = dense[:, shortlist].max(axis=0)
     out[:, column["dense_scaled"]] = scores.dense_scaled[0, shortlist]
     out[:, column["dense_gap_to_best"]] = dense[0, shortlist] - dense[0].max()
-    if scores.lexical_scaled is not None and scores.lexical_raw is not None:
+    if scores.lexical_scaled is not None:
         out[:, column["bm25_scaled"]] = scores.lexical_scaled[0, shortlist]
         out[:, column["bm25_scaled_best_intent"]] = scores.lexical_scaled[:, shortlist].max(axis=0)
         best = scores.lexical_scaled[0].max()

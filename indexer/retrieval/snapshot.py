@@ -514,7 +514,6 @@ class ToolIndex:
                 blend=ranking.scores,
                 dense=dense,
                 dense_scaled=np.vstack(dense_scaled),
-                lexical_raw=np.vstack([s[rows] for s in lexical]) if lexical else None,
                 lexical_scaled=np.vstack(lexical_scaled) if lexical else None,
                 catalog_scaled=catalog,
                 catalog_codes=self._catalog_codes[rows],
@@ -527,7 +526,7 @@ class ToolIndex:
     ) -> NDArray[np.float32]:
         rows = stage.rows[shortlist]
         entries = [self._entries[int(r)] for r in rows]
-        if stage.scores.lexical_raw is not None:
+        if stage.scores.lexical_scaled is not None:
             matched, unknown = self._bm25.idf_coverage(texts[0], rows, stage.mask)
         else:
             matched, unknown = np.zeros(len(rows), dtype=np.float32), 0.0
