@@ -195,7 +195,7 @@ def approximation(registry: Registry, queries: list[str]) -> dict[str, Any]:
         texts = [query, *split_intents(query)]
         intent_vectors = registry.queries.request_vectors(query, texts[1:])
         ids = [
-            {h.entry.id for h in index.search_hybrid(texts, intent_vectors, 10)}
+            {h.entry.id for h in index.rank_hybrid(texts, intent_vectors, 10).hits}
             for index in (exact, approximate)
         ]
         overlap.append(len(ids[0] & ids[1]) / max(len(ids[0]), 1))

@@ -338,30 +338,6 @@ class ToolIndex:
             scaled = [scale_exact(row, codes, scaling) for row in everything]
         return np.vstack(scaled)[:, inverse]
 
-    def search_hybrid(
-        self,
-        texts: Sequence[str],
-        vectors: Sequence[NDArray[np.float32]],
-        limit: int,
-        *,
-        confident_only: bool = False,
-        levers: Levers = ALL_LEVERS,
-        catalogs: Iterable[str] = (),
-        visible: Visibility = everything,
-        learned: LearnedStage | None = None,
-    ) -> list[Hit]:
-        """The hits of `rank_hybrid` (see there)."""
-        return self.rank_hybrid(
-            texts,
-            vectors,
-            limit,
-            confident_only=confident_only,
-            levers=levers,
-            catalogs=catalogs,
-            visible=visible,
-            learned=learned,
-        ).hits
-
     def rank_hybrid(
         self,
         texts: Sequence[str],

@@ -60,9 +60,9 @@ def answers(index: ToolIndex, visible: Visibility, scaling: Scaling) -> list[obj
     found: list[object] = []
     for query in QUERIES:
         vectors = list(unit(rng, 2))
-        hits = index.search_hybrid(
+        hits = index.rank_hybrid(
             [query, query], vectors, 10, levers=Levers(scaling=scaling), visible=visible
-        )
+        ).hits
         found.append([(h.entry.id, h.score, h.similarity) for h in hits])
         dense = index.search(vectors[0], 5, visible=visible)
         found.append([(h.entry.id, h.score) for h in dense])
