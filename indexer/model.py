@@ -92,6 +92,84 @@ class Tool:
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Transition:
+    """A move in a workflow: calling `tool` in state `source` leads to state `target`."""
+
+    source: str
+    # A tool of the workflow's catalog, by name.
+    tool: str
+    # The state the call leads to; equal to `source` for a tool that keeps the state (a lookup).
+    target: str
+    # A guard: the caller must hold every one of these scopes (besides being allowed to see the
+    # tool) for the move to be offered.
+    scopes: frozenset[str] = frozenset()
+    # The call's arguments this move applies to (argument name -> a JSON scalar), for a tool
+    # whose outcome depends on them (review with decision "approve" or "reject"); empty: any.
+    when: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
+
+    def matches(self, arguments: Mapping[str, object]) -> bool:
+        return all(key in arguments and arguments[key] == v for key, v in self.when.items())
+
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {"from": self.source, "tool": self.tool, "to": self.target}
+        if self.scopes:
+            data["scopes"] = sorted(self.scopes)
+        if self.when:
+            data["when"] = dict(self.when)
+        return data
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class WorkflowState:
+    name: str
+    description: str = ""
+    # A state where the workflow may end; a state that is neither terminal nor left by any
+    # transition is a dead end (`capreg lint` warns).
+    terminal: bool = False
+
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {}
+        if self.description:
+            data["description"] = self.description
+        if self.terminal:
+            data["terminal"] = True
+        return data
+
+
+@dataclass(kw_only=True, frozen=True)
+class Workflow:
+    """Named states of one task, and the tools that move it on (see docs/catalog-format.md)."""
+
+    name: str
+    initial: str
+    states: tuple[WorkflowState, ...]
+    transitions: tuple[Transition, ...]
+    title: str = ""
+    description: str = ""
+
+    def state(self, name: str) -> WorkflowState | None:
+        return next((s for s in self.states if s.name == name), None)
+
+    def leaving(self, state: str) -> tuple[Transition, ...]:
+        """The moves declared from `state`, in declaration order."""
+        return tuple(t for t in self.transitions if t.source == state)
+
+    def to_json(self) -> JsonObject:
+        """The declared form, as the stores keep it and the native format writes it."""
+        data: JsonObject = {
+            "name": self.name,
+            "initial": self.initial,
+            "states": {s.name: s.to_json() for s in self.states},
+            "transitions": [t.to_json() for t in self.transitions],
+        }
+        if self.title:
+            data["title"] = self.title
+        if self.description:
+            data["description"] = self.description
+        return data
+
+
 @dataclass(kw_only=True, frozen=True)
 class Catalog:
     """A named set of tools registered, replaced and deleted as a whole."""
@@ -103,6 +181,7 @@ class Catalog:
     version: str = ""
     default_scopes: frozenset[str] = frozenset()
     format: CatalogFormat = CatalogFormat.NATIVE
+    workflows: tuple[Workflow, ...] = ()
 
     def required_scopes(self, tool: Tool) -> frozenset[str]:
         # The catalog's own set when the tool adds none: one object (its hash computed once)

@@ -69,6 +69,11 @@ class NotFound(RegistryCallFailed):
         return parse_suggestions(self.details)
 
 
+class MoveNotLegal(RegistryCallFailed):
+    """A workflow move reported in a state where it is not legal (FAILED_PRECONDITION); the
+    message lists the legal moves."""
+
+
 class AccessRefused(RegistryCallFailed):
     """Missing, unknown or insufficient credentials (UNAUTHENTICATED, PERMISSION_DENIED)."""
 
@@ -135,7 +140,7 @@ def channel_target(address: str) -> str:
 TARGET_SCHEMES = ("ipv4:", "ipv6:", "dns:")
 # Reads are idempotent: one a replica answers UNAVAILABLE (loading, a generation it has not
 # reached, going away) is tried again, on the next replica with round-robin.
-RETRIED_READS = ("Search", "GetSchema", "ListCatalogs")
+RETRIED_READS = ("Search", "GetSchema", "ListCatalogs", "GetAffordances")
 SERVICE_CONFIG = json.dumps(
     {
         "methodConfig": [
@@ -186,6 +191,8 @@ def error_for(code: grpc.StatusCode, details: str) -> RegistryCallFailed:
         return InvalidRequest(code, details)
     if code is grpc.StatusCode.NOT_FOUND:
         return NotFound(code, details)
+    if code is grpc.StatusCode.FAILED_PRECONDITION:
+        return MoveNotLegal(code, details)
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         return AccessRefused(code, details)
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -247,16 +254,43 @@ class RegistryClient:
             raise _failed(exc, request, self._target.address) from exc
 
     def search(
-        self, query: str, *, limit: int = 0, catalogs: list[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 0,
+        catalogs: list[str] | None = None,
+        workflow: str = "",
+        state: str = "",
     ) -> pb.SearchResponse:
-        request = pb.SearchRequest(query=query, limit=limit, catalogs=catalogs or [])
+        request = pb.SearchRequest(
+            query=query, limit=limit, catalogs=catalogs or [], workflow=workflow, state=state
+        )
         return self._call(self._stub.Search, request)
 
     def get_schema(self, ids: list[str]) -> pb.GetSchemaResponse:
         return self._call(self._stub.GetSchema, pb.GetSchemaRequest(ids=ids))
 
-    def list_catalogs(self) -> pb.ListCatalogsResponse:
-        return self._call(self._stub.ListCatalogs, pb.ListCatalogsRequest())
+    def list_catalogs(self, *, with_warnings: bool = False) -> pb.ListCatalogsResponse:
+        request = pb.ListCatalogsRequest(with_warnings=with_warnings)
+        return self._call(self._stub.ListCatalogs, request)
+
+    def get_affordances(
+        self,
+        workflow: str,
+        state: str = "",
+        *,
+        tool: str = "",
+        arguments: str = "",
+        with_schemas: bool = False,
+    ) -> pb.GetAffordancesResponse:
+        request = pb.GetAffordancesRequest(
+            workflow=workflow,
+            state=state,
+            tool=tool,
+            arguments=arguments,
+            with_schemas=with_schemas,
+        )
+        return self._call(self._stub.GetAffordances, request)
 
     def register_catalog(
         self, content: str, *, name: str = "", fmt: str = ""
@@ -330,8 +364,16 @@ class AsyncRegistryClient:
         except grpc.aio.AioRpcError as exc:
             raise _failed(exc, request, self._target.address) from exc
 
-    async def search(self, query: str, limit: int, *, key: str | None) -> pb.SearchResponse:
-        request = pb.SearchRequest(query=query, limit=limit)
+    async def search(
+        self,
+        query: str,
+        limit: int,
+        *,
+        key: str | None,
+        workflow: str = "",
+        state: str = "",
+    ) -> pb.SearchResponse:
+        request = pb.SearchRequest(query=query, limit=limit, workflow=workflow, state=state)
         return await self._call(self._registry.Search, request, key)
 
     async def get_schema(self, ids: list[str], *, key: str | None) -> pb.GetSchemaResponse:
@@ -339,3 +381,22 @@ class AsyncRegistryClient:
 
     async def list_catalogs(self, *, key: str | None) -> pb.ListCatalogsResponse:
         return await self._call(self._registry.ListCatalogs, pb.ListCatalogsRequest(), key)
+
+    async def get_affordances(
+        self,
+        workflow: str,
+        state: str = "",
+        *,
+        key: str | None,
+        tool: str = "",
+        arguments: str = "",
+        with_schemas: bool = False,
+    ) -> pb.GetAffordancesResponse:
+        request = pb.GetAffordancesRequest(
+            workflow=workflow,
+            state=state,
+            tool=tool,
+            arguments=arguments,
+            with_schemas=with_schemas,
+        )
+        return await self._call(self._registry.GetAffordances, request, key)

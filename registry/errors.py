@@ -11,12 +11,14 @@ __all__ = [
     "CallerGone",
     "CapregError",
     "CatalogNotFound",
+    "IllegalMove",
     "InvalidRequest",
     "NotReady",
     "Overloaded",
     "PermissionDenied",
     "ToolsNotFound",
     "Unauthenticated",
+    "WorkflowNotFound",
 ]
 
 
@@ -51,6 +53,32 @@ class CatalogNotFound(CapregError):
         self.suggestions = list(suggestions)
         hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
         super().__init__(f"unknown catalog '{name}'{hint}")
+
+
+class WorkflowNotFound(CapregError):
+    """A workflow that does not exist or whose catalog the caller may not see (the same)."""
+
+    def __init__(self, workflow_id: str, suggestions: Sequence[str] = ()) -> None:
+        self.workflow_id = workflow_id
+        self.suggestions = list(suggestions)
+        hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
+        super().__init__(f"unknown workflow '{workflow_id}'{hint}")
+
+
+class IllegalMove(CapregError):
+    """A tool reported as called in a state where it is not a legal move for this caller;
+    `legal` lists the legal moves, one line each ("'support/close_ticket' -> closed")."""
+
+    def __init__(self, workflow_id: str, state: str, tool: str, legal: Sequence[str]) -> None:
+        self.workflow_id = workflow_id
+        self.state = state
+        self.tool = tool
+        self.legal = list(legal)
+        moves = "; ".join(self.legal) or "none"
+        super().__init__(
+            f"'{tool}' is not a legal move from state '{state}' of workflow '{workflow_id}'; "
+            f"legal moves: {moves}"
+        )
 
 
 class NotReady(CapregError):

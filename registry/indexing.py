@@ -57,6 +57,8 @@ class LiveCatalog:
             scope_counts=MappingProxyType(
                 Counter(catalog.required_scopes(t) for t in catalog.tools)
             ),
+            workflows=catalog.workflows,
+            source=catalog,
         )
 
     @cached_property

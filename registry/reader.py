@@ -11,8 +11,11 @@ import difflib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
+from indexer.formats.lint import discovery_warnings
+from indexer.model import Catalog, Workflow
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
 from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
@@ -29,6 +32,7 @@ from registry.wire import (
     MAX_QUERY_CHARS,
     MAX_TOOL_ID_CHARS,
 )
+from registry.workflows import Affordances, affordances, check_request, not_found, workflow_id
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ class CatalogSummary:
     version: str
     revision: int
     tool_count: int
+    workflows: tuple[Workflow, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,9 +71,20 @@ class CatalogView:
     version: str
     revision: int
     scope_counts: Mapping[frozenset[str], int]
+    workflows: tuple[Workflow, ...] = ()
+    # The catalog itself, for what is computed only when asked (lint warnings).
+    source: Catalog | None = field(default=None, repr=False, compare=False)
 
     def visible_count(self, viewer: Grants) -> int:
         return sum(n for scopes, n in self.scope_counts.items() if viewer.allows(scopes))
+
+    def sees_whole(self, viewer: Grants) -> bool:
+        return self.visible_count(viewer) == sum(self.scope_counts.values())
+
+    @cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """What `capreg lint` warns about (computed on first use: listings rarely ask)."""
+        return tuple(discovery_warnings(self.source)) if self.source is not None else ()
 
 
 @dataclass(frozen=True)
@@ -97,14 +114,19 @@ class Snapshot:
             found = self._generations.setdefault(viewer, max(seen, default=0))
         return found
 
-    def catalog_summaries(self, viewer: Grants = ALL) -> list[CatalogSummary]:
-        """Catalogs with at least one tool the caller may see, with visible counts."""
+    def catalog_summaries(
+        self, viewer: Grants = ALL, *, with_warnings: bool = False
+    ) -> list[CatalogSummary]:
+        """Catalogs with at least one tool the caller may see, with visible counts; with
+        `with_warnings`, the lint warnings of each catalog the caller sees whole (a warning
+        names tools, which a partial viewer may not know of)."""
         result = []
         for name in sorted(self.catalogs):
             view = self.catalogs[name]
             count = view.visible_count(viewer)
             # An empty catalog is listed only to callers who may see everything.
             if count or viewer == ALL:
+                warned = with_warnings and view.sees_whole(viewer)
                 result.append(
                     CatalogSummary(
                         name=name,
@@ -113,9 +135,47 @@ class Snapshot:
                         version=view.version,
                         revision=view.revision,
                         tool_count=count,
+                        workflows=view.workflows,
+                        warnings=view.warnings if warned else (),
                     )
                 )
         return result
+
+    def visible_workflows(self, viewer: Grants) -> dict[str, tuple[str, Workflow]]:
+        """Workflow id -> (catalog, workflow), for the catalogs the caller may see."""
+        return {
+            workflow_id(name, workflow.name): (name, workflow)
+            for name, view in self.catalogs.items()
+            if view.workflows and view.visible_count(viewer)
+            for workflow in view.workflows
+        }
+
+    def affordances(
+        self,
+        wanted: str,
+        state: str = "",
+        tool: str = "",
+        viewer: Grants = ALL,
+        arguments: str = "",
+    ) -> Affordances:
+        """The moves legal for the caller in `state` of workflow `wanted` (see
+        registry.workflows.affordances)."""
+        check_request(wanted, state, tool, arguments)
+        catalog, _, name = wanted.partition("/")
+        view = self.catalogs.get(catalog)
+        found = next((w for w in view.workflows if w.name == name), None) if view else None
+        if view is None or found is None or not view.visible_count(viewer):
+            raise not_found(wanted, self.visible_workflows(viewer))
+        return affordances(
+            wanted,
+            found,
+            catalog=catalog,
+            state=state,
+            tool=tool,
+            arguments=arguments,
+            lookup=lambda tool_id: self.index.get(tool_id, viewer.allows),
+            viewer=viewer,
+        )
 
     def close_catalogs(self, name: str, viewer: Grants) -> list[str]:
         names = [c.name for c in self.catalog_summaries(viewer)]
@@ -175,6 +235,8 @@ class SearchRequest:
     viewer: Grants
     retriever: Retriever
     key: SearchCacheKey
+    # A workflow state's legal tools, when the search is limited to them; None: no limit.
+    tools: tuple[str, ...] | None = None
 
 
 def bounded_catalogs(names: Iterable[str]) -> list[str]:
@@ -261,8 +323,13 @@ class Reader:
         catalogs: Iterable[str] = (),
         viewer: Grants = ALL,
         retriever: str = Retriever.DEFAULT,
+        *,
+        workflow: str = "",
+        state: str = "",
     ) -> SearchOutcome:
-        request = self.prepare(query, limit, catalogs, viewer, retriever)
+        request = self.prepare(
+            query, limit, catalogs, viewer, retriever, workflow=workflow, state=state
+        )
         return self.lookup(request) or self.answer(request)
 
     def prepare(
@@ -272,9 +339,13 @@ class Reader:
         catalogs: Iterable[str] = (),
         viewer: Grants = ALL,
         retriever: str = Retriever.DEFAULT,
+        *,
+        workflow: str = "",
+        state: str = "",
     ) -> SearchRequest:
         """Checks a search against the current snapshot and names its cache entry: cheap
-        (no model work), so a transport can do it on its event loop."""
+        (no model work), so a transport can do it on its event loop. With `workflow`, only
+        the tools legal in `state` for this caller are ranked."""
         snapshot = self.snapshot
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidRequest(f"query: at most {MAX_QUERY_CHARS} characters (got {len(query)})")
@@ -286,6 +357,12 @@ class Reader:
         if retriever not in RETRIEVERS:
             raise InvalidRequest(f"retriever must be one of {', '.join(RETRIEVERS)}")
         wanted = snapshot.require_catalogs(bounded_catalogs(catalogs), viewer)
+        filters: tuple[tuple[str, str], ...] = (("retriever", retriever),)
+        tools = None
+        if workflow or state:
+            moves = snapshot.affordances(workflow, state, viewer=viewer)
+            tools = moves.tool_ids
+            filters += (("workflow", workflow), ("state", moves.state.name))
         # The key is the request's meaning: limit 0 (the confident set) and limit 5 (exactly the
         # top five) are different requests.
         key = SearchCacheKey(
@@ -294,7 +371,7 @@ class Reader:
             catalogs=tuple(wanted),
             visibility_class=viewer.visibility_class,
             generation=snapshot.generation,
-            filters=(("retriever", retriever),),
+            filters=filters,
         )
         return SearchRequest(
             snapshot=snapshot,
@@ -304,6 +381,7 @@ class Reader:
             viewer=viewer,
             retriever=Retriever(retriever),
             key=key,
+            tools=tools,
         )
 
     def lookup(self, request: SearchRequest) -> SearchOutcome | None:
@@ -323,13 +401,15 @@ class Reader:
         index = request.snapshot.index
         text, wanted, viewer = request.text, request.catalogs, request.viewer
         visible = everything if viewer.sees_everything else viewer.allows
-        retriever, limit = request.retriever, request.limit or DEFAULT_LIMIT
+        retriever, limit, tools = request.retriever, request.limit or DEFAULT_LIMIT, request.tools
+        if tools is not None and not tools:
+            return [], True  # a state offering this caller nothing: nothing can fit
         if retriever == Retriever.BM25:
-            hits = index.search_lexical(text, limit, catalogs=wanted, visible=visible)
+            hits = index.search_lexical(text, limit, catalogs=wanted, visible=visible, tools=tools)
             return hits, not hits
         if retriever == Retriever.DENSE:
             vector = self._queries.embed(text)
-            hits = index.search(vector, limit, catalogs=wanted, visible=visible)
+            hits = index.search(vector, limit, catalogs=wanted, visible=visible, tools=tools)
             return hits, not hits or hits[0].score < self._weak_score
         levers = ABLATIONS.get(retriever, ALL_LEVERS)
         clauses = split_intents(text) if levers.intents else []
@@ -343,6 +423,7 @@ class Reader:
             catalogs=wanted,
             visible=visible,
             learned=self._learned if levers.learned else None,
+            tools=tools,
         )
         hits = answer.hits
         if answer.weak is not None:

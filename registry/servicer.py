@@ -7,6 +7,7 @@ import hashlib
 import json
 import time
 
+from indexer.model import canonical_json
 from indexer.retrieval.snapshot import IndexedTool
 from registry.auth import Authenticator, require_admin
 from registry.core import RegisterOutcome, Registry, SearchOutcome
@@ -18,6 +19,7 @@ from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.scopes import Grants, Principal
 from registry.status import Context, mapped, status_for
 from registry.wire import MAX_BATCH_CATALOGS
+from registry.workflows import Affordances, workflow_id
 
 # min_generation: how long a call without a deadline may wait, how often the snapshot is
 # looked at meanwhile, and what is kept of a deadline for answering once it is reached.
@@ -71,6 +73,35 @@ def search_response(outcome: SearchOutcome) -> pb.SearchResponse:
         index_generation=outcome.generation,
         weak_match=outcome.weak_match,
         cached=outcome.cached,
+    )
+
+
+def affordances_response(
+    answer: Affordances, schemas: list[IndexedTool] | None, generation: int
+) -> pb.GetAffordancesResponse:
+    by_id = {entry.id: entry for entry in schemas or ()}
+    return pb.GetAffordancesResponse(
+        workflow=answer.workflow_id,
+        state=answer.state.name,
+        terminal=answer.state.terminal,
+        description=answer.state.description,
+        affordances=[
+            pb.Affordance(
+                tool_id=move.entry.id,
+                name=move.entry.tool.name,
+                summary=move.entry.summary,
+                function_name=move.entry.function_name,
+                next_state=move.transition.target,
+                next_call=pb.GetSchemaRequest(ids=[move.entry.id]),
+                then_call=pb.GetAffordancesRequest(
+                    workflow=answer.workflow_id, state=move.transition.target
+                ),
+                schema=tool_schema(by_id[move.entry.id]) if move.entry.id in by_id else None,
+                when=canonical_json(dict(move.transition.when)) if move.transition.when else "",
+            )
+            for move in answer.moves
+        ],
+        index_generation=generation,
     )
 
 
@@ -157,7 +188,14 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         grants = self._grants(context)
         await self._at_least(request.min_generation, context)
         reader = self._registry.reader
-        checked = reader.prepare(request.query, request.limit, list(request.catalogs), grants)
+        checked = reader.prepare(
+            request.query,
+            request.limit,
+            list(request.catalogs),
+            grants,
+            workflow=request.workflow,
+            state=request.state,
+        )
         # A cache hit is answered here, never queued behind model work.
         outcome = reader.lookup(checked)
         if outcome is None:
@@ -253,6 +291,13 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
         grants = self._grants(context)
         await self._at_least(request.min_generation, context)
         snapshot = self._registry.snapshot
+        if request.with_warnings:
+            # Linting a catalog the first time it is listed is CPU work: off the event loop.
+            summaries = await self._lanes.read(
+                context, snapshot.catalog_summaries, grants, with_warnings=True
+            )
+        else:
+            summaries = snapshot.catalog_summaries(grants)
         return pb.ListCatalogsResponse(
             catalogs=[
                 pb.CatalogInfo(
@@ -262,8 +307,36 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                     version=c.version,
                     revision=c.revision,
                     tool_count=c.tool_count,
+                    workflows=[
+                        pb.WorkflowInfo(
+                            id=workflow_id(c.name, w.name),
+                            title=w.title,
+                            description=w.description,
+                            initial_state=w.initial,
+                            next_call=pb.GetAffordancesRequest(
+                                workflow=workflow_id(c.name, w.name), state=w.initial
+                            ),
+                        )
+                        for w in c.workflows
+                    ],
+                    warnings=list(c.warnings),
                 )
-                for c in snapshot.catalog_summaries(grants)
+                for c in summaries
             ],
             index_generation=snapshot.view_generation(grants),
         )
+
+    @mapped
+    async def GetAffordances(
+        self, request: pb.GetAffordancesRequest, context: Context
+    ) -> pb.GetAffordancesResponse:
+        grants = self._grants(context)
+        await self._at_least(request.min_generation, context)
+        snapshot = self._registry.snapshot
+        answer = snapshot.affordances(
+            request.workflow, request.state, request.tool, grants, request.arguments
+        )
+        schemas = None
+        if request.with_schemas and answer.moves:
+            schemas = await self._lanes.read(context, snapshot.schemas, answer.tool_ids, grants)
+        return affordances_response(answer, schemas, snapshot.view_generation(grants))

@@ -13,12 +13,14 @@ from indexer.formats import CatalogError
 from registry.errors import (
     CallerGone,
     CatalogNotFound,
+    IllegalMove,
     InvalidRequest,
     NotReady,
     Overloaded,
     PermissionDenied,
     ToolsNotFound,
     Unauthenticated,
+    WorkflowNotFound,
 )
 from registry.store import StaleCatalog, StoreError
 from registry.wire import MAX_ERROR_CHARS
@@ -32,6 +34,8 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (CatalogError, grpc.StatusCode.INVALID_ARGUMENT),
     (ToolsNotFound, grpc.StatusCode.NOT_FOUND),
     (CatalogNotFound, grpc.StatusCode.NOT_FOUND),
+    (WorkflowNotFound, grpc.StatusCode.NOT_FOUND),
+    (IllegalMove, grpc.StatusCode.FAILED_PRECONDITION),
     (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (NotReady, grpc.StatusCode.UNAVAILABLE),

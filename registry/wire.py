@@ -24,6 +24,11 @@ MAX_CATALOG_NAME_CHARS = 64
 MAX_TOOL_ID_CHARS = MAX_CATALOG_NAME_CHARS + 1 + 128
 MAX_CATALOG_FILTERS = 50
 MAX_FORMAT_CHARS = 16
+# A workflow id is '<catalog>/<workflow>'; workflow and state names are at most 64 characters.
+MAX_STATE_CHARS = 64
+MAX_WORKFLOW_ID_CHARS = MAX_CATALOG_NAME_CHARS + 1 + MAX_STATE_CHARS
+# The arguments a reported workflow move was called with (JSON text).
+MAX_ARGUMENTS_CHARS = 64 * 1024
 # A status message is at most this long: gRPC carries it in a header, and an error must never
 # cost more than the request that caused it.
 MAX_ERROR_CHARS = 2_000

@@ -70,6 +70,7 @@ def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
         catalog.version,
         catalog.format,
         sorted(catalog.default_scopes),
+        [w.to_json() for w in catalog.workflows],
     )
 
 

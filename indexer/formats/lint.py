@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from indexer.formats import CatalogError, parse_catalog
+from indexer.formats.workflows import workflow_warnings
 from indexer.model import Catalog, Tool
 from indexer.naming import FUNCTION_NAME, MAX_LENGTH
 
@@ -131,7 +132,7 @@ def discovery_warnings(catalog: Catalog) -> list[str]:
         if not tool.name:
             continue  # already an error
         warnings += [f"tool '{tool.name}'{m}" for m in _tool_warnings(tool, seen)]
-    return warnings
+    return warnings + workflow_warnings(catalog)
 
 
 def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:

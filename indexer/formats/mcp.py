@@ -1,8 +1,8 @@
 """An MCP `tools/list` result -> a native catalog document.
 
-capreg's extras (scopes, tags, examples, links, the catalog's title and description) ride in
-MCP's own `_meta` fields, so a plain MCP server's answer registers as it is. Only shapes are
-mapped here; `indexer.formats.native` validates the result.
+capreg's extras (scopes, tags, examples, links, the catalog's title, description and
+workflows) ride in MCP's own `_meta` fields, so a plain MCP server's answer registers as it
+is. Only shapes are mapped here; `indexer.formats.native` validates the result.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from indexer.formats.rules import (
     META_TAGS,
     META_TITLE,
     META_VERSION,
+    META_WORKFLOWS,
     NATIVE_VERSION,
     CatalogError,
     Converted,
@@ -37,6 +38,7 @@ CATALOG_FIELDS = {
     "title": f"_meta.{META_TITLE}",
     "version": f"_meta.{META_VERSION}",
     "default_scopes": f"_meta.{META_DEFAULT_SCOPES}",
+    "workflows": f"_meta.{META_WORKFLOWS}",
 }
 
 
@@ -61,6 +63,7 @@ def convert(document: object, name: str = "") -> Converted:
         ("title", META_TITLE),
         ("version", META_VERSION),
         ("default_scopes", META_DEFAULT_SCOPES),
+        ("workflows", META_WORKFLOWS),
     ):
         if key in meta:
             converted.document[native] = meta[key]

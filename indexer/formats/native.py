@@ -14,6 +14,7 @@ from indexer.formats.rules import (
     Converted,
 )
 from indexer.formats.validate import Checker, finish, resolve_name, tool_entries
+from indexer.formats.workflows import read_workflows
 from indexer.model import Catalog, CatalogFormat, Tool
 
 
@@ -102,14 +103,21 @@ def parse_native(document: object, given_name: str, foreign: Converted | None = 
                 examples=check.strings(entry.get("examples"), f"{label}.{src('examples')}"),
             )
         )
+    resolved = tuple(resolve_links(check, name, tools, declared))
     catalog = Catalog(
         name=name,
         description=description,
         # Targets are resolved once every tool is known: a link may point further down.
-        tools=tuple(resolve_links(check, name, tools, declared)),
+        tools=resolved,
         title=title,
         version=version,
         default_scopes=frozenset(defaults),
         format=foreign.format if foreign else CatalogFormat.NATIVE,
+        workflows=read_workflows(
+            check,
+            document.get("workflows"),
+            {tool.name: tool for tool in resolved},
+            catalog_src("workflows"),
+        ),
     )
     return finish(check, name or given_name, catalog)

@@ -28,6 +28,8 @@ CATALOG_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?")
 SCOPE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 # A link's relation: lower-case, so "Read" and "read" cannot be two relations.
 LINK_REL = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
+# Workflow and state names: lower-case words, as agents pass them back verbatim.
+WORKFLOW_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
 MAX_CONTENT_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 50_000
@@ -41,6 +43,9 @@ MAX_ANNOTATIONS_BYTES = 8 * 1024
 MAX_LIST_ITEMS = 32
 MAX_ITEM_CHARS = 500
 MAX_REPORTED = 20
+MAX_WORKFLOWS = 32
+MAX_STATES = 64
+MAX_TRANSITIONS = 512
 
 # capreg's extras in an MCP tools/list result ride in MCP's own `_meta` fields.
 META_TITLE = "capreg/title"
@@ -51,6 +56,7 @@ META_SCOPES = "capreg/required_scopes"
 META_TAGS = "capreg/tags"
 META_EXAMPLES = "capreg/examples"
 META_LINKS = "capreg/links"
+META_WORKFLOWS = "capreg/workflows"
 
 
 class CatalogError(CapregError, ValueError):

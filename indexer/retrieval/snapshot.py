@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -247,13 +247,24 @@ class ToolIndex:
         )
 
     def _eligible(
-        self, catalogs: Iterable[str], visible: Visibility, view: View | None = None
+        self,
+        catalogs: Iterable[str],
+        visible: Visibility,
+        view: View | None = None,
+        tools: Collection[str] | None = None,
     ) -> NDArray[np.bool_]:
+        """Rows the caller may see, in `catalogs` when given, and among `tools` (ids) when
+        given (a workflow state's legal tools)."""
         mask = (self.visible_mask(visible) if view is None else view.mask).copy()
         wanted = list(catalogs)
         if wanted:
             codes = [self._catalogs[name] for name in wanted if name in self._catalogs]
             mask &= np.isin(self._catalog_codes, np.asarray(codes, dtype=np.int32))
+        if tools is not None:
+            rows = [row for row in map(self._assembly.row_of, tools) if row is not None]
+            only = np.zeros_like(mask)
+            only[np.asarray(rows, dtype=np.int64)] = True
+            mask &= only
         return mask
 
     def lexical(self, text: LexicalText = "protocol") -> LexicalIndex | ArrayBM25:
@@ -351,6 +362,7 @@ class ToolIndex:
         learned: LearnedStage | None = None,
         with_features: bool = False,
         absent: NDArray[np.bool_] | None = None,
+        tools: Collection[str] | None = None,
     ) -> HybridAnswer:
         """Dense and BM25 blended per intent; `texts[0]` is the request, the rest its clauses.
 
@@ -362,10 +374,11 @@ class ToolIndex:
         each clause's best are kept (at most `limit`): the registry's own cut, for callers who
         did not ask for a number of hits. `with_features` returns the shortlist's features (for
         training); `absent` marks rows treated as not registered (the training's unanswerable
-        requests).
+        requests). `tools` limits the answer to those ids (scores are still scaled against
+        the caller's whole view).
         """
         view = self.view(visible) if absent is None else self._view_without(visible, absent)
-        eligible = self._eligible(catalogs, visible, view)
+        eligible = self._eligible(catalogs, visible, view, tools)
         if limit <= 0 or not eligible.any():
             return HybridAnswer(hits=[], weak=None)
         stage = self._first_stage(texts, vectors, levers, eligible, view)
@@ -540,10 +553,12 @@ class ToolIndex:
         *,
         catalogs: Iterable[str] = (),
         visible: Visibility = everything,
+        tools: Collection[str] | None = None,
     ) -> list[Hit]:
         """The best `limit` eligible tools by BM25; tools sharing no token are not hits."""
         scores = self.lexical("protocol").scores(query)
-        candidates = np.flatnonzero(self._eligible(catalogs, visible) & (scores > 0.0))
+        eligible = self._eligible(catalogs, visible, tools=tools)
+        candidates = np.flatnonzero(eligible & (scores > 0.0))
         # Rows are in id order: lexsort by (-score, row) breaks ties by id.
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
         return [Hit(entry=self._entries[int(row)], score=float(scores[row])) for row in order]
@@ -555,13 +570,15 @@ class ToolIndex:
         *,
         catalogs: Iterable[str] = (),
         visible: Visibility = everything,
+        tools: Collection[str] | None = None,
     ) -> list[Hit]:
-        """The best `limit` tools among those visible (and in `catalogs` when given).
+        """The best `limit` tools among those visible (and in `catalogs`, among `tools`, when
+        given).
 
         Ordered by score, ties by id. Filtering happens inside the vector search, so the page
         is full whenever enough eligible tools exist.
         """
-        mask = self._eligible(catalogs, visible)
+        mask = self._eligible(catalogs, visible, tools=tools)
         eligible = int(mask.sum())
         if limit <= 0 or eligible == 0:
             return []

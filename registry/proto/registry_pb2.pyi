@@ -13,8 +13,9 @@ exist fail the same way (NOT_FOUND with the same message shape).
 Status codes: INVALID_ARGUMENT for malformed requests and bad catalogs (the message names
 the entry and the rule broken); NOT_FOUND for unknown ids and catalogs; UNAUTHENTICATED for
 missing or bad credentials; PERMISSION_DENIED for a known caller lacking the scope an RPC
-needs; UNAVAILABLE while the index is loading; INTERNAL for anything unexpected. A search
-with no hits is OK with an empty list.
+needs; FAILED_PRECONDITION for a workflow move that is not legal in the stated state (the
+message lists the legal ones); UNAVAILABLE while the index is loading; INTERNAL for
+anything unexpected. A search with no hits is OK with an empty list.
 """
 
 from collections import abc as _abc
@@ -40,6 +41,8 @@ class SearchRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     CATALOGS_FIELD_NUMBER: _builtins.int
     MIN_GENERATION_FIELD_NUMBER: _builtins.int
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """What the agent needs, in words. Required; at most 32,000 characters."""
     limit: _builtins.int
@@ -52,6 +55,13 @@ class SearchRequest(_message.Message):
     replica that has not applied it yet waits, up to the call's deadline, then fails with
     UNAVAILABLE naming the generation it is at. 0: any snapshot.
     """
+    workflow: _builtins.str
+    """Rank only the tools legal in `state` of this workflow ("<catalog>/<workflow>", see
+    CatalogInfo.workflows) for this caller: what GetAffordances would offer. Empty: no
+    workflow. An unknown workflow or state fails as GetAffordances would.
+    """
+    state: _builtins.str
+    """The workflow's state; empty: its initial state. Requires `workflow`."""
     @_builtins.property
     def catalogs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Only search these catalogs (empty: all). Unknown names are INVALID_ARGUMENT."""
@@ -63,10 +73,12 @@ class SearchRequest(_message.Message):
         limit: _builtins.int = ...,
         catalogs: _abc.Iterable[_builtins.str] | None = ...,
         min_generation: _builtins.int = ...,
+        workflow: _builtins.str = ...,
+        state: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalogs", b"catalogs", "limit", b"limit", "min_generation", b"min_generation", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["catalogs", b"catalogs", "limit", b"limit", "min_generation", b"min_generation", "query", b"query", "state", b"state", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -600,16 +612,20 @@ class ListCatalogsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     MIN_GENERATION_FIELD_NUMBER: _builtins.int
+    WITH_WARNINGS_FIELD_NUMBER: _builtins.int
     min_generation: _builtins.int
     """As SearchRequest.min_generation."""
+    with_warnings: _builtins.bool
+    """Fill CatalogInfo.warnings (lint findings; the first listing after a change computes them)."""
     def __init__(
         self,
         *,
         min_generation: _builtins.int = ...,
+        with_warnings: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["min_generation", b"min_generation"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["min_generation", b"min_generation", "with_warnings", b"with_warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -625,6 +641,8 @@ class CatalogInfo(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
     TOOL_COUNT_FIELD_NUMBER: _builtins.int
+    WORKFLOWS_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     title: _builtins.str
     description: _builtins.str
@@ -632,6 +650,17 @@ class CatalogInfo(_message.Message):
     revision: _builtins.int
     tool_count: _builtins.int
     """Tools in this catalog that the caller may see."""
+    @_builtins.property
+    def workflows(self) -> _containers.RepeatedCompositeFieldContainer[Global___WorkflowInfo]:
+        """The catalog's workflows (see docs/catalog-format.md#workflows)."""
+
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What `capreg lint` warns about in this catalog, when ListCatalogsRequest.with_warnings
+        is set and the caller may see every tool of the catalog (a warning names tools); empty
+        otherwise.
+        """
+
     def __init__(
         self,
         *,
@@ -641,14 +670,202 @@ class CatalogInfo(_message.Message):
         version: _builtins.str = ...,
         revision: _builtins.int = ...,
         tool_count: _builtins.int = ...,
+        workflows: _abc.Iterable[Global___WorkflowInfo] | None = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "name", b"name", "revision", b"revision", "title", b"title", "tool_count", b"tool_count", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "name", b"name", "revision", b"revision", "title", b"title", "tool_count", b"tool_count", "version", b"version", "warnings", b"warnings", "workflows", b"workflows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CatalogInfo: _TypeAlias = CatalogInfo  # noqa: Y015
+
+@_typing.final
+class WorkflowInfo(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    INITIAL_STATE_FIELD_NUMBER: _builtins.int
+    NEXT_CALL_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """"<catalog>/<workflow name>": what GetAffordances and SearchRequest.workflow take."""
+    title: _builtins.str
+    description: _builtins.str
+    initial_state: _builtins.str
+    @_builtins.property
+    def next_call(self) -> Global___GetAffordancesRequest:
+        """GetAffordances for the initial state, ready to send."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        initial_state: _builtins.str = ...,
+        next_call: Global___GetAffordancesRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["next_call", b"next_call"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "id", b"id", "initial_state", b"initial_state", "next_call", b"next_call", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkflowInfo: _TypeAlias = WorkflowInfo  # noqa: Y015
+
+@_typing.final
+class GetAffordancesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    TOOL_FIELD_NUMBER: _builtins.int
+    WITH_SCHEMAS_FIELD_NUMBER: _builtins.int
+    MIN_GENERATION_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    workflow: _builtins.str
+    """"<catalog>/<workflow name>", as CatalogInfo.workflows lists it."""
+    state: _builtins.str
+    """The state the task is in; empty: the workflow's initial state."""
+    tool: _builtins.str
+    """Optional: the tool id the caller just called in `state`. The answer is then for the
+    state that move leads to. A tool that is not a legal move from `state` for this caller
+    fails with FAILED_PRECONDITION naming the legal moves.
+    """
+    with_schemas: _builtins.bool
+    """Also return each offered tool's full schema (saves a GetSchema round trip)."""
+    min_generation: _builtins.int
+    """As SearchRequest.min_generation."""
+    arguments: _builtins.str
+    """With `tool`: the arguments it was called with, as a JSON object text (at most 64 KiB),
+    for a tool whose outcome depends on them (see Affordance.when). "" when none.
+    """
+    def __init__(
+        self,
+        *,
+        workflow: _builtins.str = ...,
+        state: _builtins.str = ...,
+        tool: _builtins.str = ...,
+        with_schemas: _builtins.bool = ...,
+        min_generation: _builtins.int = ...,
+        arguments: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "min_generation", b"min_generation", "state", b"state", "tool", b"tool", "with_schemas", b"with_schemas", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetAffordancesRequest: _TypeAlias = GetAffordancesRequest  # noqa: Y015
+
+@_typing.final
+class Affordance(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    FUNCTION_NAME_FIELD_NUMBER: _builtins.int
+    NEXT_STATE_FIELD_NUMBER: _builtins.int
+    NEXT_CALL_FIELD_NUMBER: _builtins.int
+    THEN_CALL_FIELD_NUMBER: _builtins.int
+    SCHEMA_FIELD_NUMBER: _builtins.int
+    WHEN_FIELD_NUMBER: _builtins.int
+    tool_id: _builtins.str
+    """"<catalog>/<tool name>"."""
+    name: _builtins.str
+    summary: _builtins.str
+    """As SearchHit.summary."""
+    function_name: _builtins.str
+    """As ToolSchema.function_name."""
+    next_state: _builtins.str
+    """The state the workflow is in after this tool is called (the same state for a tool that
+    keeps it, such as a lookup).
+    """
+    when: _builtins.str
+    """The argument values this move applies to, as a JSON object text ("" when any call of
+    the tool makes it): the same tool may lead to different states by its arguments
+    ({"decision": "approve"} and {"decision": "reject"}).
+    """
+    @_builtins.property
+    def next_call(self) -> Global___GetSchemaRequest:
+        """GetSchema for this tool, ready to send."""
+
+    @_builtins.property
+    def then_call(self) -> Global___GetAffordancesRequest:
+        """GetAffordances for `next_state`, ready to send once the tool was called."""
+
+    @_builtins.property
+    def schema(self) -> Global___ToolSchema:
+        """The full schema, when GetAffordancesRequest.with_schemas was set."""
+
+    def __init__(
+        self,
+        *,
+        tool_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        function_name: _builtins.str = ...,
+        next_state: _builtins.str = ...,
+        next_call: Global___GetSchemaRequest | None = ...,
+        then_call: Global___GetAffordancesRequest | None = ...,
+        schema: Global___ToolSchema | None = ...,
+        when: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["next_call", b"next_call", "schema", b"schema", "then_call", b"then_call"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["function_name", b"function_name", "name", b"name", "next_call", b"next_call", "next_state", b"next_state", "schema", b"schema", "summary", b"summary", "then_call", b"then_call", "tool_id", b"tool_id", "when", b"when"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Affordance: _TypeAlias = Affordance  # noqa: Y015
+
+@_typing.final
+class GetAffordancesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    TERMINAL_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    AFFORDANCES_FIELD_NUMBER: _builtins.int
+    INDEX_GENERATION_FIELD_NUMBER: _builtins.int
+    workflow: _builtins.str
+    """"<catalog>/<workflow name>"."""
+    state: _builtins.str
+    """The state answered for (after the reported move, when GetAffordancesRequest.tool was set)."""
+    terminal: _builtins.bool
+    """True when the workflow may end in this state."""
+    description: _builtins.str
+    """The state's description, as the catalog declares it."""
+    index_generation: _builtins.int
+    """As SearchResponse.index_generation."""
+    @_builtins.property
+    def affordances(self) -> _containers.RepeatedCompositeFieldContainer[Global___Affordance]:
+        """The legal moves, in the order the catalog declares them. Empty in a terminal state
+        without moves, or when the caller may use none of this state's tools.
+        """
+
+    def __init__(
+        self,
+        *,
+        workflow: _builtins.str = ...,
+        state: _builtins.str = ...,
+        terminal: _builtins.bool = ...,
+        description: _builtins.str = ...,
+        affordances: _abc.Iterable[Global___Affordance] | None = ...,
+        index_generation: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["affordances", b"affordances", "description", b"description", "index_generation", b"index_generation", "state", b"state", "terminal", b"terminal", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetAffordancesResponse: _TypeAlias = GetAffordancesResponse  # noqa: Y015
 
 @_typing.final
 class ListCatalogsResponse(_message.Message):

@@ -64,6 +64,11 @@ class CapabilityRegistryStub:
                 request_serializer=capreg_dot_v1_dot_registry__pb2.ListCatalogsRequest.SerializeToString,
                 response_deserializer=capreg_dot_v1_dot_registry__pb2.ListCatalogsResponse.FromString,
                 _registered_method=True)
+        self.GetAffordances = channel.unary_unary(
+                '/capreg.v1.CapabilityRegistry/GetAffordances',
+                request_serializer=capreg_dot_v1_dot_registry__pb2.GetAffordancesRequest.SerializeToString,
+                response_deserializer=capreg_dot_v1_dot_registry__pb2.GetAffordancesResponse.FromString,
+                _registered_method=True)
 
 
 class CapabilityRegistryServicer:
@@ -110,7 +115,18 @@ class CapabilityRegistryServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCatalogs(self, request, context):
-        """The catalogs the caller may see.
+        """The catalogs the caller may see, with their workflows.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAffordances(self, request, context):
+        """The moves legal in one state of a workflow for this caller: only the tools it may see
+        and whose guards it meets, each with its ready GetSchema call and the state it leads to.
+        With `tool`, the caller reports the move it just made and is answered for the state that
+        move leads to; a move that is not legal fails with FAILED_PRECONDITION listing the legal
+        ones. An unknown workflow, or one the caller may not see, is NOT_FOUND (same message).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,6 +164,11 @@ def add_CapabilityRegistryServicer_to_server(servicer, server):
                     servicer.ListCatalogs,
                     request_deserializer=capreg_dot_v1_dot_registry__pb2.ListCatalogsRequest.FromString,
                     response_serializer=capreg_dot_v1_dot_registry__pb2.ListCatalogsResponse.SerializeToString,
+            ),
+            'GetAffordances': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAffordances,
+                    request_deserializer=capreg_dot_v1_dot_registry__pb2.GetAffordancesRequest.FromString,
+                    response_serializer=capreg_dot_v1_dot_registry__pb2.GetAffordancesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -312,6 +333,33 @@ class CapabilityRegistry:
             '/capreg.v1.CapabilityRegistry/ListCatalogs',
             capreg_dot_v1_dot_registry__pb2.ListCatalogsRequest.SerializeToString,
             capreg_dot_v1_dot_registry__pb2.ListCatalogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAffordances(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capreg.v1.CapabilityRegistry/GetAffordances',
+            capreg_dot_v1_dot_registry__pb2.GetAffordancesRequest.SerializeToString,
+            capreg_dot_v1_dot_registry__pb2.GetAffordancesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -13,8 +13,9 @@ exist fail the same way (NOT_FOUND with the same message shape).
 Status codes: INVALID_ARGUMENT for malformed requests and bad catalogs (the message names
 the entry and the rule broken); NOT_FOUND for unknown ids and catalogs; UNAUTHENTICATED for
 missing or bad credentials; PERMISSION_DENIED for a known caller lacking the scope an RPC
-needs; UNAVAILABLE while the index is loading; INTERNAL for anything unexpected. A search
-with no hits is OK with an empty list.
+needs; FAILED_PRECONDITION for a workflow move that is not legal in the stated state (the
+message lists the legal ones); UNAVAILABLE while the index is loading; INTERNAL for
+anything unexpected. A search with no hits is OK with an empty list.
 """
 
 from registry.proto import registry_pb2 as _registry_pb2
@@ -64,7 +65,14 @@ class CapabilityRegistryStub:
     DeleteCatalog: _grpc.UnaryUnaryMultiCallable[_registry_pb2.DeleteCatalogRequest, _registry_pb2.DeleteCatalogResponse]
     """Removes a catalog and all its tools."""
     ListCatalogs: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListCatalogsRequest, _registry_pb2.ListCatalogsResponse]
-    """The catalogs the caller may see."""
+    """The catalogs the caller may see, with their workflows."""
+    GetAffordances: _grpc.UnaryUnaryMultiCallable[_registry_pb2.GetAffordancesRequest, _registry_pb2.GetAffordancesResponse]
+    """The moves legal in one state of a workflow for this caller: only the tools it may see
+    and whose guards it meets, each with its ready GetSchema call and the state it leads to.
+    With `tool`, the caller reports the move it just made and is answered for the state that
+    move leads to; a move that is not legal fails with FAILED_PRECONDITION listing the legal
+    ones. An unknown workflow, or one the caller may not see, is NOT_FOUND (same message).
+    """
 
 @_typing.type_check_only
 class CapabilityRegistryAsyncStub(CapabilityRegistryStub):
@@ -88,7 +96,14 @@ class CapabilityRegistryAsyncStub(CapabilityRegistryStub):
     DeleteCatalog: _aio.UnaryUnaryMultiCallable[_registry_pb2.DeleteCatalogRequest, _registry_pb2.DeleteCatalogResponse]  # type: ignore[assignment]
     """Removes a catalog and all its tools."""
     ListCatalogs: _aio.UnaryUnaryMultiCallable[_registry_pb2.ListCatalogsRequest, _registry_pb2.ListCatalogsResponse]  # type: ignore[assignment]
-    """The catalogs the caller may see."""
+    """The catalogs the caller may see, with their workflows."""
+    GetAffordances: _aio.UnaryUnaryMultiCallable[_registry_pb2.GetAffordancesRequest, _registry_pb2.GetAffordancesResponse]  # type: ignore[assignment]
+    """The moves legal in one state of a workflow for this caller: only the tools it may see
+    and whose guards it meets, each with its ready GetSchema call and the state it leads to.
+    With `tool`, the caller reports the move it just made and is answered for the state that
+    move leads to; a move that is not legal fails with FAILED_PRECONDITION listing the legal
+    ones. An unknown workflow, or one the caller may not see, is NOT_FOUND (same message).
+    """
 
 class CapabilityRegistryServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -145,6 +160,19 @@ class CapabilityRegistryServicer(metaclass=_abc_1.ABCMeta):
         request: _registry_pb2.ListCatalogsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_registry_pb2.ListCatalogsResponse, _abc.Awaitable[_registry_pb2.ListCatalogsResponse]]:
-        """The catalogs the caller may see."""
+        """The catalogs the caller may see, with their workflows."""
+
+    @_abc_1.abstractmethod
+    def GetAffordances(
+        self,
+        request: _registry_pb2.GetAffordancesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_registry_pb2.GetAffordancesResponse, _abc.Awaitable[_registry_pb2.GetAffordancesResponse]]:
+        """The moves legal in one state of a workflow for this caller: only the tools it may see
+        and whose guards it meets, each with its ready GetSchema call and the state it leads to.
+        With `tool`, the caller reports the move it just made and is answered for the state that
+        move leads to; a move that is not legal fails with FAILED_PRECONDITION listing the legal
+        ones. An unknown workflow, or one the caller may not see, is NOT_FOUND (same message).
+        """
 
 def add_CapabilityRegistryServicer_to_server(servicer: CapabilityRegistryServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -18,7 +18,15 @@ import orjson
 from numpy.typing import NDArray
 
 from indexer.errors import CapregError
-from indexer.model import Catalog, CatalogFormat, Tool, ToolLink
+from indexer.model import (
+    Catalog,
+    CatalogFormat,
+    Tool,
+    ToolLink,
+    Transition,
+    Workflow,
+    WorkflowState,
+)
 
 
 class StoreError(CapregError):
@@ -84,12 +92,47 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
     )
 
 
+def workflows_to_json(workflows: Sequence[Workflow]) -> str:
+    return json.dumps([w.to_json() for w in workflows], ensure_ascii=False)
+
+
+def workflows_from_json(text: str) -> tuple[Workflow, ...]:
+    """Workflows as `workflows_to_json` wrote them (validated when they were registered)."""
+    return tuple(
+        Workflow(
+            name=data["name"],
+            title=data.get("title", ""),
+            description=data.get("description", ""),
+            initial=data["initial"],
+            states=tuple(
+                WorkflowState(
+                    name=name,
+                    description=state.get("description", ""),
+                    terminal=state.get("terminal", False),
+                )
+                for name, state in data["states"].items()
+            ),
+            transitions=tuple(
+                Transition(
+                    source=t["from"],
+                    tool=t["tool"],
+                    target=t["to"],
+                    scopes=frozenset(t.get("scopes", ())),
+                    when=t.get("when", {}),
+                )
+                for t in data["transitions"]
+            ),
+        )
+        for data in orjson.loads(text)
+    )
+
+
 def stored_catalogs(
     catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]]
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
-    as JSON, revision, source digest) and their tools' rows (catalog, name, data, function
-    name, revision; in position order): the same for every backend."""
+    as JSON, revision, source digest, workflows as JSON) and their tools' rows (catalog, name,
+    data, function name, revision; in position order): the same for every backend."""
     by_catalog: dict[str, list[StoredTool]] = {}
     for catalog, name, data, function_name, revision in tool_rows:
         by_catalog.setdefault(str(catalog), []).append(
@@ -100,7 +143,7 @@ def stored_catalogs(
             )
         )
     result = []
-    for name, title, description, version, fmt, scopes, revision, digest in catalog_rows:
+    for name, title, description, version, fmt, scopes, revision, digest, flows in catalog_rows:
         tools = tuple(by_catalog.get(str(name), ()))
         catalog = Catalog(
             name=str(name),
@@ -110,6 +153,7 @@ def stored_catalogs(
             version=str(version),
             default_scopes=frozenset(orjson.loads(str(scopes))),
             format=CatalogFormat(str(fmt)),
+            workflows=workflows_from_json(str(flows)),
         )
         result.append(
             StoredCatalog(

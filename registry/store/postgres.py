@@ -30,10 +30,11 @@ from registry.store.base import (
     StoreError,
     stored_catalogs,
     tool_to_json,
+    workflows_to_json,
 )
 
 logger = logging.getLogger(__name__)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 NOTIFY_CHANNEL = "capreg_generation"
 # Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
 _LOCK_SPACE = 0x0CA9
@@ -90,6 +91,8 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
         )""",
         "INSERT INTO capreg_keys(id, document, version) VALUES (1, '', 0) ON CONFLICT DO NOTHING",
     ),
+    # Declared workflows, as a JSON list (empty for catalogs stored before workflows existed).
+    2: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS workflows TEXT NOT NULL DEFAULT '[]'",),
 }
 
 
@@ -236,7 +239,7 @@ class PostgresStore:
             current = int(str(row[0])) if row else 0
             catalog_rows = conn.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest FROM catalogs WHERE generation > %s ORDER BY name",
+                " source_digest, workflows FROM catalogs WHERE generation > %s ORDER BY name",
                 (generation,),
             ).fetchall()
             tool_rows = conn.execute(
@@ -342,12 +345,13 @@ class PostgresStore:
             conn.execute("DELETE FROM tools WHERE catalog=%s", (catalog.name,))
             conn.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at, source_digest) VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " revision, updated_at, source_digest, workflows)"
+                " VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
                 " revision=excluded.revision, updated_at=excluded.updated_at,"
-                " source_digest=excluded.source_digest",
+                " source_digest=excluded.source_digest, workflows=excluded.workflows",
                 (
                     catalog.name,
                     catalog.title,
@@ -358,6 +362,7 @@ class PostgresStore:
                     revision,
                     now,
                     source_digest,
+                    workflows_to_json(catalog.workflows),
                 ),
             )
             conn.execute("DELETE FROM tombstones WHERE name=%s", (catalog.name,))

@@ -23,14 +23,17 @@ from registry.store.base import (
     StoreError,
     stored_catalogs,
     tool_to_json,
+    workflows_to_json,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
     # unchanged file without parsing it again.
     2: "ALTER TABLE catalogs ADD COLUMN source_digest TEXT NOT NULL DEFAULT ''",
+    # Declared workflows, as a JSON list (empty for catalogs stored before workflows existed).
+    3: "ALTER TABLE catalogs ADD COLUMN workflows TEXT NOT NULL DEFAULT '[]'",
 }
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS catalogs (
     default_scopes TEXT NOT NULL,
     revision INTEGER NOT NULL,
     updated_at TEXT NOT NULL,
-    source_digest TEXT NOT NULL DEFAULT ''
+    source_digest TEXT NOT NULL DEFAULT '',
+    workflows TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS tools (
     catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
@@ -151,7 +155,7 @@ class SqliteStore:
         with self._lock:
             catalog_rows = self._db.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest FROM catalogs ORDER BY name"
+                " source_digest, workflows FROM catalogs ORDER BY name"
             ).fetchall()
             tool_rows = self._db.execute(
                 "SELECT catalog, name, data, function_name, revision "
@@ -238,12 +242,13 @@ class SqliteStore:
             db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
             db.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at, source_digest) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                " revision, updated_at, source_digest, workflows)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
                 " revision=excluded.revision, updated_at=excluded.updated_at,"
-                " source_digest=excluded.source_digest",
+                " source_digest=excluded.source_digest, workflows=excluded.workflows",
                 (
                     catalog.name,
                     catalog.title,
@@ -254,6 +259,7 @@ class SqliteStore:
                     revision,
                     now,
                     source_digest,
+                    workflows_to_json(catalog.workflows),
                 ),
             )
             db.executemany(

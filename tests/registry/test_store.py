@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from bench.server_process import serving
-from indexer.model import Catalog, Tool, ToolLink
+from indexer.model import Catalog, Tool, ToolLink, Transition, Workflow, WorkflowState
 from indexer.naming import function_name
 from registry import shared_keys
 from registry.core import Registry
@@ -130,6 +130,42 @@ def test_declared_links_are_stored_with_their_tool(store: Store) -> None:
     assert got.catalog == crm
     assert got.catalog.tools[0].links == (link, other)
     assert got.catalog.tools[1].links == ()
+
+
+def test_workflows_are_stored_with_their_catalog(store: Store) -> None:
+    flow = Workflow(
+        name="lead_flow",
+        title="Leads",
+        initial="new",
+        states=(WorkflowState(name="new"), WorkflowState(name="won", terminal=True)),
+        transitions=(
+            Transition(source="new", tool="find_customer", target="new"),
+            Transition(
+                source="new",
+                tool="create_lead",
+                target="won",
+                scopes=frozenset({"crm:write"}),
+                when={"stage": "won", "amount": 3, "hot": True},
+            ),
+        ),
+    )
+    crm = replace(catalog("crm", ["find_customer", "create_lead"]), workflows=(flow,))
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    [got] = store.catalogs()
+    assert got.catalog.workflows == (flow,)
+
+
+def test_a_postgres_database_of_version_1_gains_the_workflows_column(postgres_dsn: str) -> None:
+    PostgresStore(postgres_dsn).close()
+    with psycopg.connect(postgres_dsn) as conn:  # the layout version 1 had
+        conn.execute("ALTER TABLE catalogs DROP COLUMN workflows")
+        conn.execute("UPDATE capreg_schema SET version = 1")
+    migrated = PostgresStore(postgres_dsn)
+    crm = catalog("crm", ["find_customer"])
+    migrated.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    assert migrated.schema_version() == POSTGRES_SCHEMA == 2
+    assert migrated.catalogs()[0].catalog.workflows == ()
+    migrated.close()
 
 
 def test_a_tool_stored_before_links_existed_loads_without_links() -> None:
