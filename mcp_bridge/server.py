@@ -15,7 +15,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, CallToolResult, ToolAnnot
 from pydantic import Field
 from starlette.requests import Request
 
-from mcp_bridge import payloads
+from mcp_bridge import affordances, payloads
 from mcp_bridge.payloads import Payload
 from registry.client import (
     AccessRefused,
@@ -46,7 +46,8 @@ SEARCH_TOOLS = (
     "Find tools for a task in the organisation's tool catalogs (not loaded here). Call it "
     "whenever you need a capability you lack. Returns hits (id, name, summary, score), each "
     "with next_call: the ready get_tool_schema call. weak_match true means nothing fits "
-    "well: rephrase or tell the user."
+    "well: rephrase or tell the user. In a workflow (list_catalogs), pass workflow and state "
+    "to get the moves legal there."
 )
 GET_TOOL_SCHEMA = (
     "Definitions of tools chosen from search_tools hits, only those you will use. Returns per "
@@ -57,7 +58,13 @@ LIST_CATALOGS = "The catalogs you may search, with tool counts. Call it when sea
 
 Query = Annotated[str, Field(description="The capability you need, in words")]
 Limit = Annotated[int, Field(ge=1, le=50)]
+# No descriptions or bounds: the tool's own description says what they are, the registry
+# bounds them, and every word here is paid on every turn.
+Workflow = str
+State = str
 Ids = Annotated[list[str], Field(min_length=1, max_length=50)]
+# A workflow state's moves are ranked whole: the registry's largest page.
+MAX_RANKED = 50
 
 
 def static_key(key: str | None) -> KeySource:
@@ -130,13 +137,28 @@ class DiscoveryTools:
         return payloads.result(payload)
 
     async def search_tools(
-        self, query: Query, ctx: Context[Any, Any], limit: Limit = 5
+        self,
+        query: Query,
+        ctx: Context[Any, Any],
+        limit: Limit = 5,
+        workflow: Workflow = "",
+        state: State = "",
     ) -> CallToolResult:
         async def fetch(key: str | None) -> Payload:
             reply = await self._client.search(query, limit, key=key)
             logger.debug("search %s limit=%d: %d hits", _query_hash(query), limit, len(reply.hits))
             return payloads.search_payload(reply)
 
+        async def moves(key: str | None) -> Payload:
+            # Every legal move, those the request matches first.
+            legal = await self._client.get_affordances(workflow, state, key=key)
+            ranked = await self._client.search(
+                query, MAX_RANKED, key=key, workflow=workflow, state=legal.state
+            )
+            return affordances.moves_payload(legal, ranked)
+
+        if workflow:
+            return await self._answer(ctx, moves, affordances.moves_recovery)
         return await self._answer(ctx, fetch, payloads.search_recovery)
 
     async def get_tool_schema(self, ids: Ids, ctx: Context[Any, Any]) -> CallToolResult:
@@ -147,7 +169,8 @@ class DiscoveryTools:
 
     async def list_catalogs(self, ctx: Context[Any, Any]) -> CallToolResult:
         async def fetch(key: str | None) -> Payload:
-            return payloads.catalogs_payload(await self._client.list_catalogs(key=key))
+            reply = await self._client.list_catalogs(key=key)
+            return affordances.with_workflows(payloads.catalogs_payload(reply), reply)
 
         return await self._answer(ctx, fetch, payloads.plain_recovery)
 
