@@ -168,7 +168,14 @@ def print_registration_notes(reply: pb.RegisterCatalogResponse) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with open_client(args) as client:
-        reply = call(client.search, args.query, limit=args.limit, catalogs=args.catalog or [])
+        reply = call(
+            client.search,
+            args.query,
+            limit=args.limit,
+            catalogs=args.catalog or [],
+            workflow=args.workflow,
+            state=args.state,
+        )
     elapsed = (time.perf_counter() - started) * 1000
     if args.json:
         print_json(reply)
@@ -220,6 +227,41 @@ def cmd_catalogs(args: argparse.Namespace) -> int:
     for c in reply.catalogs:
         version = f" {c.version}" if c.version else ""
         print(f"{c.name}{version}  {c.tool_count} tools  r{c.revision}  {c.title or c.description}")
+        for flow in c.workflows:
+            print(f"  workflow {flow.id} (starts in {flow.initial_state})  {flow.title}".rstrip())
+    if any(c.workflows for c in reply.catalogs):
+        print("next: capreg affordances <workflow id>")
+    return 0
+
+
+def cmd_affordances(args: argparse.Namespace) -> int:
+    with open_client(args) as client:
+        reply = call(
+            client.get_affordances,
+            args.workflow,
+            args.state,
+            tool=args.tool,
+            arguments=args.arguments,
+            with_schemas=args.schemas,
+        )
+    if args.json:
+        print_json(reply)
+        return 0
+    terminal = " (the workflow may end here)" if reply.terminal else ""
+    print(f"{reply.workflow}: state {reply.state}{terminal}")
+    if reply.description:
+        print(f"  {reply.description}")
+    if not reply.affordances:
+        print("no move is open to this key here")
+    for move in reply.affordances:
+        when = f" when {move.when}" if move.when else ""
+        print(f"- {move.tool_id}{when} -> {move.next_state}\n    {move.summary}")
+    if reply.affordances:
+        first = reply.affordances[0]
+        print(
+            f"next: capreg affordances {reply.workflow} --state {reply.state} "
+            f"--tool {first.tool_id}  (after calling it)"
+        )
     return 0
 
 
@@ -256,8 +298,18 @@ def add_parsers(commands: Any) -> None:
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=0)
     search.add_argument("--catalog", action="append", help="restrict to a catalog (repeatable)")
+    search.add_argument("--workflow", default="", help="rank only the moves legal in --state")
+    search.add_argument("--state", default="", help="the workflow's state (default: initial)")
     schema = add("schema", cmd_schema, "full schemas for tool ids")
     schema.add_argument("ids", nargs="+")
     add("catalogs", cmd_catalogs, "list catalogs")
+    affordances = add("affordances", cmd_affordances, "the moves legal in a workflow state")
+    affordances.add_argument("workflow", help="'<catalog>/<workflow>' (see capreg catalogs)")
+    affordances.add_argument("--state", default="", help="default: the workflow's initial state")
+    affordances.add_argument(
+        "--tool", default="", help="the move just made in --state: answer for where it leads"
+    )
+    affordances.add_argument("--arguments", default="", help="--tool's arguments, as JSON")
+    affordances.add_argument("--schemas", action="store_true", help="full schemas too")
     delete = add("delete", cmd_delete, "delete a catalog")
     delete.add_argument("name")

@@ -84,6 +84,57 @@ def test_served_catalogs_answer_the_cli_without_reembedding(served: Served) -> N
     assert "deleted mini: 3 tools removed" in deleted.stdout
 
 
+def test_a_workflow_is_walked_from_the_command_line(served: Served) -> None:
+    address, admin = served.address, served.admin
+    listed = _capreg("catalogs", "--server", address, key=admin)
+    assert "  workflow support/ticket_triage (starts in new)  Ticket triage" in listed.stdout
+    start = _capreg("affordances", "support/ticket_triage", "--server", address, key=admin)
+    assert start.returncode == 0, start.stderr
+    assert start.stdout.startswith("support/ticket_triage: state new\n")
+    assert "- support/assign_ticket -> triaged" in start.stdout
+    moved = _capreg(
+        "affordances",
+        "finance/expense_approval",
+        "--state",
+        "submitted",
+        "--tool",
+        "finance/review_expense_report",
+        "--arguments",
+        '{"decision": "reject"}',
+        "--server",
+        address,
+        key=admin,
+    )
+    assert moved.stdout.startswith(
+        "finance/expense_approval: state rejected (the workflow may end here)"
+    )
+    illegal = _capreg(
+        "affordances",
+        "support/ticket_triage",
+        "--tool",
+        "support/close_ticket",
+        "--server",
+        address,
+        key=admin,
+    )
+    assert illegal.returncode == 1
+    assert illegal.stderr.startswith("capreg: FAILED_PRECONDITION: 'support/close_ticket' is not")
+    inside = _capreg(
+        "search",
+        "tell the customer we are on it",
+        "--workflow",
+        "support/ticket_triage",
+        "--state",
+        "triaged",
+        "--limit",
+        "3",
+        "--server",
+        address,
+        key=admin,
+    )
+    assert inside.stdout.startswith("1. support/reply_to_customer"), inside.stdout
+
+
 def test_keys_added_while_serving_take_effect_and_scope_the_caller(served: Served) -> None:
     keys = str(served.keys)
     created = _capreg("keys", "add", "hr-bot", "--scopes", "hr:read", "--keys", keys)
