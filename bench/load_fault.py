@@ -11,6 +11,9 @@
 3. Overload: the uncached capacity is measured, then uncached searches arrive open-loop at
    four times it (each with a 2 s deadline) beside 50 cached searches/s: how many were
    answered in time, shed at once, or late, and the cache hits' p50/p99.
+   During phases 2 and 3 a probe in a process of its own also sends cached searches at a
+   steady pace: its latencies are the server's, not those of a load generator whose own
+   threads (one GIL, one event loop for hundreds of calls a second) hold a reply back.
 4. Faults: `--kills` rounds of registering a new 600-tool version of one catalog and killing
    the server with SIGKILL at a random moment of it; after each restart the catalog must be
    the previous version or the new one, whole (never a mix, never missing).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import random
 import shutil
@@ -32,6 +36,8 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +57,16 @@ KINDS = ("cached search", "uncached search", "schema", "register")
 ROWS = ("cached search", "(answered from the cache)", "uncached search", "schema", "register")
 WEIGHTS = (50, 25, 20, 5)
 FAULT_TOOLS = 600
+# Cached searches per second from the separate probe process.
+PROBE_RATE = 20.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probes:
+    """Cache-hit latencies seen by the separate probe process, per phase."""
+
+    mixed: list[float]
+    overload: list[float]
 
 
 @dataclass
@@ -95,6 +111,55 @@ def idle_cached(
         stub.Search(pb.SearchRequest(query=queries[i % len(queries)]), timeout=60)
         samples.append(time.perf_counter() - started)
     return samples
+
+
+def probe_cache_hits(
+    address: str,
+    queries: list[str],
+    rate: float,
+    seconds: float,
+    results: multiprocessing.Queue[list[float]],
+) -> None:
+    """Cached searches at `rate`/s from this process alone; puts the latencies of those the
+    cache answered. Paced, one at a time: a call that overruns its slot delays the next."""
+    samples = []
+    with grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.CapabilityRegistryStub(channel)
+        begin = time.perf_counter()
+        for serial in range(int(rate * seconds)):
+            delay = begin + serial / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            started = time.perf_counter()
+            try:
+                reply = stub.Search(
+                    pb.SearchRequest(query=queries[serial % len(queries)]), timeout=30
+                )
+            except grpc.RpcError:
+                continue
+            if reply.cached:
+                samples.append(time.perf_counter() - started)
+    results.put(samples)
+
+
+@contextmanager
+def probing(address: str, queries: list[str], rate: float, seconds: float) -> Iterator[list[float]]:
+    """Runs `probe_cache_hits` in a fresh process for the duration of the block; the list it
+    yields holds the probe's latencies once the block is left."""
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(
+        target=probe_cache_hits, args=(address, queries, rate, seconds, results)
+    )
+    process.start()
+    samples: list[float] = []
+    try:
+        yield samples
+        samples.extend(results.get(timeout=seconds + 120))
+    finally:
+        process.join(timeout=30)
+        if process.is_alive():
+            process.kill()
 
 
 def mixed(
@@ -332,18 +397,23 @@ def main() -> int:
             ]
             idle = idle_cached(stub, cached, 1_000)
             rss_before = rss_mb(process.pid)
-            tally = mixed(address, cached, fresh, sorted(set(ids)), args.seconds, args.clients)
+            with probing(address, cached, PROBE_RATE, args.seconds) as mixed_probe:
+                tally = mixed(address, cached, fresh, sorted(set(ids)), args.seconds, args.clients)
             rss_after = rss_mb(process.pid)
             idle_after = idle_cached(stub, cached, 1_000)
             served_per_s = capacity(address, fresh)
-            overloaded = asyncio.run(
-                overload(address, cached, fresh, 4 * served_per_s, args.overload_seconds)
-            )
+            with probing(address, cached, PROBE_RATE, args.overload_seconds) as overload_probe:
+                overloaded = asyncio.run(
+                    overload(address, cached, fresh, 4 * served_per_s, args.overload_seconds)
+                )
         tools = sum(c.tool_count for c in listing.catalogs)
         kills = kill_loop(work / "faults.db", work / "faults.log", args.kills, args.seed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report = render(args, tools, idle, idle_after, tally, rss_before, rss_after, kills, overloaded)
+    probes = Probes(mixed=mixed_probe, overload=overload_probe)
+    report = render(
+        args, tools, idle, idle_after, tally, rss_before, rss_after, kills, overloaded, probes
+    )
     print(report)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(report)
@@ -360,8 +430,22 @@ def render(
     rss_after: float,
     kills: list[str],
     overloaded: Overload,
+    probes: Probes,
 ) -> str:
     ms = 1000.0
+
+    def probe_line(samples: list[float], target: str) -> str:
+        if not samples:
+            return "- separate probe process: no call was answered from the cache"
+        p99 = percentile(samples, 0.99) * ms
+        return (
+            f"- separate probe process ({PROBE_RATE:g} cached searches/s): p50 "
+            f"{statistics.median(samples) * ms:.1f} ms, p99 {p99:.1f} ms over "
+            f"{len(samples):,} cache hits ({target})"
+        )
+
+    probe_p99 = percentile(probes.mixed, 0.99) * ms if probes.mixed else float("nan")
+
     idle_p99 = percentile(idle, 0.99) * ms
     rows = []
     for kind in ROWS:
@@ -407,6 +491,11 @@ def render(
         f"Server RSS {rss_before:.0f} MB before, {rss_after:.0f} MB after "
         f"({rss_after - rss_before:+.0f} MB).",
         "",
+        probe_line(
+            probes.mixed,
+            f"{probe_p99 / idle_p99:.1f}x the idle cached p99; target: within 10x",
+        ),
+        "",
         f"## 4x overload ({args.overload_seconds:g} s, open loop)",
         "",
         f"Uncached capacity (8 closed-loop clients): {overloaded.offered_per_s / 4:.0f} "
@@ -421,6 +510,7 @@ def render(
         f"({len(overloaded.cached):,} calls; target p99 under 20 ms); cached searches failed: "
         f"{sum(overloaded.cached_errors.values())}"
         + "".join(f", {k} {v}" for k, v in sorted(overloaded.cached_errors.items())),
+        probe_line(probes.overload, "target p99 under 20 ms"),
         "",
         f"## kill -9 during a {FAULT_TOOLS}-tool catalog swap ({len(kills)} rounds)",
         "",
