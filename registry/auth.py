@@ -122,7 +122,8 @@ class Authenticator:
                 return
             retry = recent[0] + self._failure_window - now
         raise Overloaded(
-            f"too many failed authentications from this address; retry in {retry:.0f}s"
+            f"too many failed authentications from this address; retry in {retry:.0f}s",
+            retry_after=max(retry, 0.0),
         )
 
     def _failed(self, host: str, now: float, what: str) -> None:

@@ -91,4 +91,9 @@ class ServerConfig:
     caller_limits: CallerLimits = field(default_factory=CallerLimits)
     # HOST:PORT of the Prometheus endpoint (/metrics); None: not served.
     metrics_listen: str | None = None
+    # HOST:PORT of the HTTP/JSON API (registry/http), in the same process; None: not served.
+    # It shares the TLS files, keys, admission and metrics of the gRPC listener.
+    http_listen: str | None = None
+    # The evaluation plots (PNGs) the HTTP API and its console show; None: none.
+    results_dir: Path | None = None
     progress: bool = False

@@ -1,5 +1,6 @@
 """The gRPC server: `create_server` (the service plus health checking and reflection) and
-`run_server`, the composition root that opens the store, the model and the registry."""
+`run_server`, the composition root that opens the store, the model and the registry, and
+serves them over gRPC and, with `http_listen`, over HTTP in the same event loop."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import CapregError
 from registry.follow import Follower
+from registry.http.app import create_app
+from registry.http.listener import CannotListen, HttpListener, bind
 from registry.interception import KeyedReflection
 from registry.keys import KeyFileError, KeyStore
 from registry.lanes import Lanes
@@ -48,9 +51,11 @@ def create_server(
     authenticator: Authenticator,
     lanes: Lanes | None = None,
     metrics: ServiceMetrics | None = None,
+    admission: Admission | None = None,
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
-    servicer (NOT_SERVING until the caller marks it ready)."""
+    servicer (NOT_SERVING until the caller marks it ready). `lanes`, `metrics` and
+    `admission` are passed when another transport shares them."""
     lanes = lanes or Lanes(
         read_workers=config.read_workers,
         write_queue=config.write_queue,
@@ -62,7 +67,7 @@ def create_server(
         # Outermost first: every call is counted and carries a request id, refusals included.
         interceptors=[
             Observed(metrics),
-            Admit(Admission(config.caller_limits)),
+            Admit(admission or Admission(config.caller_limits)),
             KeyedReflection(authenticator),
         ],
         options=[
@@ -97,11 +102,14 @@ def mark_serving(health_servicer: health.HealthServicer) -> None:
 
 def exposure_warnings(config: ServerConfig) -> list[str]:
     """What an operator must hear about how exposed this configuration is."""
-    if (config.tls_cert and config.tls_key) or is_loopback(config.listen):
+    if config.tls_cert and config.tls_key:
         return []
+    listeners = [config.listen, *([config.http_listen] if config.http_listen else [])]
     return [
-        f"serving on {config.listen} without TLS: API keys and catalogs cross the network in "
+        f"serving on {listen} without TLS: API keys and catalogs cross the network in "
         "clear; pass --tls-cert and --tls-key or put a TLS-terminating proxy in front"
+        for listen in listeners
+        if not is_loopback(listen)
     ]
 
 
@@ -163,11 +171,34 @@ async def run_server(config: ServerConfig) -> bool:
         read_queue=config.read_queue,
     )
     metrics = ServiceMetrics()
-    server, port, health = create_server(config, registry, Authenticator(keys), lanes, metrics)
+    # One of each for both transports: a caller's budget, failed logins and the read queue
+    # are the same whichever way it calls.
+    authenticator = Authenticator(keys)
+    admission = Admission(config.caller_limits)
+    server, port, health = create_server(config, registry, authenticator, lanes, metrics, admission)
     exporter = serve_metrics(config.metrics_listen, metrics) if config.metrics_listen else None
     if port == 0:
         raise ServeFailed(f"cannot listen on {config.listen}")
+    http_api = None
+    if config.http_listen:
+        try:
+            sock = bind(config.http_listen)
+        except CannotListen as exc:
+            raise ServeFailed(str(exc)) from exc
+        app = create_app(
+            registry, authenticator, lanes, metrics, admission, results=config.results_dir
+        )
+        http_api = HttpListener(
+            app,
+            sock,
+            tls_cert=config.tls_cert,
+            tls_key=config.tls_key,
+            grace_seconds=config.grace_seconds,
+        )
     await server.start()
+    if http_api is not None:
+        await http_api.start()
+        logger.info("HTTP API at %s (described at %s/openapi.json)", http_api.url, http_api.url)
     for warning in exposure_warnings(config):
         logger.warning("%s", warning)
     if keys is None:
@@ -229,7 +260,10 @@ async def run_server(config: ServerConfig) -> bool:
     if watching is not None:
         await watching  # returns at once: it waits on the same stop event
     # New calls are refused at once; calls in flight get the grace period, then are cancelled.
+    http_stopped = asyncio.create_task(http_api.stop()) if http_api is not None else None
     await server.stop(config.grace_seconds)
+    if http_stopped is not None:
+        await http_stopped
     if exporter is not None:
         exporter.shutdown()
         exporter.server_close()

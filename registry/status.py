@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import grpc
 
@@ -25,7 +25,7 @@ from registry.errors import (
 from registry.store import StaleCatalog, StoreError
 from registry.wire import MAX_ERROR_CHARS
 
-__all__ = ["Context", "mapped", "status_for"]
+__all__ = ["CallContext", "Context", "mapped", "status_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,34 @@ def bounded(message: str) -> str:
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 Servicer = TypeVar("Servicer")
-Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class CallContext(Protocol):
+    """What the servicer, the lanes and the interceptors use of a call, for a transport
+    other than gRPC: the HTTP adapter (registry/http/context.py) implements it."""
+
+    def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None: ...
+
+    def peer(self) -> str: ...
+
+    def time_remaining(self) -> float | None: ...
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None: ...
+
+    def set_trailing_metadata(self, trailing_metadata: Sequence[tuple[str, str]]) -> None: ...
+
+    def code(self) -> grpc.StatusCode | None: ...
+
+    async def abort(
+        self,
+        code: grpc.StatusCode,
+        details: str = "",
+        trailing_metadata: Sequence[tuple[str, str]] = (),
+    ) -> NoReturn: ...
+
+
+# A gRPC call, or another transport's call through the same servicer.
+Context = grpc.aio.ServicerContext[Any, Any] | CallContext
 Handler = Callable[[Servicer, Request, Context], Awaitable[Response]]
 
 

@@ -64,6 +64,17 @@ def model_cache() -> Path | None:
     return Path(configured) if configured else None
 
 
+def results_dir(given: str | None) -> Path | None:
+    """--results-dir, else docs/results under the current folder when it exists."""
+    if given is None:
+        default = Path("docs/results")
+        return default.resolve() if default.is_dir() else None
+    folder = Path(given)
+    if not folder.is_dir():
+        raise CommandError(f"--results-dir {given} is not a folder")
+    return folder.resolve()
+
+
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     config = ServerConfig(
         listen=args.listen,
@@ -85,6 +96,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         serve_stale=args.serve_stale,
         follow_interval=args.follow_interval,
         metrics_listen=args.metrics,
+        http_listen=args.http,
+        results_dir=results_dir(args.results_dir),
         read_workers=args.read_workers,
         catalogs=CatalogPolicy(
             default_scope=args.default_scope, refuse_poisoning=args.refuse_poisoning
@@ -120,11 +133,37 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
             listen_host(config.metrics_listen)
         except ValueError as exc:
             raise CommandError(f"--metrics: {exc}") from exc
+    if config.http_listen:
+        check_http_listen(config, insecure=args.insecure_http)
     if config.catalogs_dir and not config.catalogs_dir.is_dir():
         raise CommandError(f"--catalogs {config.catalogs_dir} is not a folder")
     if config.watch and not config.catalogs_dir:
         raise CommandError("--watch needs --catalogs DIR (the folder to watch)")
     return config
+
+
+def check_http_listen(config: ServerConfig, *, insecure: bool) -> None:
+    """The HTTP listener follows the gRPC one's rules (credentials off loopback), and more:
+    bearer keys in clear over HTTP are refused off loopback unless --insecure-http says a
+    TLS-terminating proxy is in front (the bridge's rule and flag)."""
+    listen = config.http_listen or ""
+    try:
+        loopback = is_loopback(listen)
+    except ValueError as exc:
+        raise CommandError(f"--http: {exc}") from exc
+    if loopback:
+        return
+    if config.keys_file is None and not isinstance(config.db, str):
+        raise CommandError(
+            f"refusing to serve HTTP on non-loopback address {listen} without credentials "
+            "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
+        )
+    if not (config.tls_cert and config.tls_key) and not insecure:
+        raise CommandError(
+            f"--http {listen} is not a loopback address: clients would send their API keys "
+            "in clear text. Pass --tls-cert and --tls-key, or --insecure-http when a "
+            "TLS-terminating proxy is in front"
+        )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -142,7 +181,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_parser(commands: Any) -> None:
-    serve = commands.add_parser("serve", help="run the registry gRPC server")
+    serve = commands.add_parser("serve", help="run the registry (gRPC, and HTTP with --http)")
     serve.add_argument(
         "--db",
         default=os.environ.get("CAPREG_DB", str(DEFAULT_DB)),
@@ -200,6 +239,25 @@ def add_parser(commands: Any) -> None:
         default=os.environ.get("CAPREG_METRICS"),
         metavar="HOST:PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)",
+    )
+    serve.add_argument(
+        "--http",
+        default=os.environ.get("CAPREG_HTTP"),
+        metavar="HOST:PORT",
+        help="also serve the HTTP/JSON API (docs/http.md) at http://HOST:PORT, in the same "
+        "process; loopback unless --tls-cert/--tls-key or --insecure-http",
+    )
+    serve.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="allow --http on a non-loopback address without TLS (a TLS-terminating proxy "
+        "is in front)",
+    )
+    serve.add_argument(
+        "--results-dir",
+        metavar="DIR",
+        help="evaluation plots (PNG) the HTTP API and its console show "
+        "(default: docs/results when the current folder has one)",
     )
     serve.add_argument(
         "--log-format",

@@ -1,0 +1,152 @@
+"""Reads a route's request message from an HTTP request (path, query string, body) and writes
+a request message back as the HTTP call that sends it (an error's `next_call`)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import orjson
+from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from starlette.requests import Request
+
+from registry.errors import InvalidRequest
+from registry.http.routes import Route, Source
+from registry.wire import MAX_MESSAGE_BYTES, MAX_QUERY_CHARS
+
+# The longest value any query parameter may carry (a search's text); each field's own limit
+# is checked by the domain core, naming the field.
+MAX_PARAMETER_CHARS = MAX_QUERY_CHARS
+_UNSIGNED_BITS = {FieldDescriptor.TYPE_UINT32: 32, FieldDescriptor.TYPE_UINT64: 64}
+_SIGNED_BITS = {FieldDescriptor.TYPE_INT32: 32, FieldDescriptor.TYPE_INT64: 64}
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+# What a Source.TEXT body may be sent as: the text is read the same way whatever is declared.
+BODY_MEDIA_TYPES = ("application/yaml", "application/json", "text/plain")
+
+
+class BodyTooLarge(InvalidRequest):
+    """A request body over MAX_MESSAGE_BYTES (gRPC's own limit): answered 413, at once."""
+
+
+async def read_request(route: Route, request: Request) -> Message:
+    """`route`'s request message from `request`; InvalidRequest naming the parameter or
+    field for anything malformed."""
+    message = route.new_request()
+    if route.source is Source.JSON:
+        body = await _body(request)
+        try:
+            document = orjson.loads(body) if body.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"body: not valid JSON ({exc})") from None
+        if not isinstance(document, dict):
+            raise InvalidRequest(f"body: must be a JSON object ({route.request_type.name})")
+        try:
+            json_format.ParseDict(document, message)
+        except json_format.ParseError as exc:
+            raise InvalidRequest(f"body: {exc}") from None
+        return message
+    for name in route.path_fields:
+        setattr(message, name, request.path_params[name])
+    _read_query(route, request, message)
+    if route.source is Source.TEXT:
+        body = await _body(request)
+        try:
+            setattr(message, route.text_field, body.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest(f"body: not UTF-8 text (byte {exc.start})") from None
+    return message
+
+
+async def _body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES:
+        raise BodyTooLarge(_too_large(int(declared)))
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_MESSAGE_BYTES:
+            raise BodyTooLarge(_too_large(size))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int) -> str:
+    return f"body: at most {MAX_MESSAGE_BYTES} bytes (got {size} or more)"
+
+
+def _read_query(route: Route, request: Request, message: Message) -> None:
+    fields = route.query_fields
+    by_name = route.request_type.fields_by_name
+    seen: set[str] = set()
+    for name, value in request.query_params.multi_items():
+        target = fields.get(name)
+        if target is None:
+            known = ", ".join(sorted(fields)) or "none"
+            raise InvalidRequest(f"{name[:64]}: not a parameter of this call (it takes: {known})")
+        if len(value) > MAX_PARAMETER_CHARS:
+            raise InvalidRequest(
+                f"{name}: at most {MAX_PARAMETER_CHARS} characters (got {len(value)})"
+            )
+        described = by_name[target]
+        parsed = _scalar(name, described, value)
+        if described.is_repeated:
+            getattr(message, target).append(parsed)
+        elif name in seen:
+            raise InvalidRequest(f"{name}: given more than once")
+        else:
+            setattr(message, target, parsed)
+        seen.add(name)
+
+
+def _scalar(name: str, described: FieldDescriptor, value: str) -> Any:
+    kind = described.type
+    if kind == FieldDescriptor.TYPE_STRING:
+        return value
+    if kind == FieldDescriptor.TYPE_BOOL:
+        if value.lower() not in _BOOLEANS:
+            raise InvalidRequest(f"{name}: must be true or false (got {value[:32]!r})")
+        return _BOOLEANS[value.lower()]
+    if kind in _UNSIGNED_BITS:
+        low, high = 0, 2 ** _UNSIGNED_BITS[kind] - 1
+    elif kind in _SIGNED_BITS:
+        high = 2 ** (_SIGNED_BITS[kind] - 1) - 1
+        low = -high - 1
+    else:
+        # Only scalar fields travel in a query string; a route reading others is a bug here.
+        raise InvalidRequest(f"{name}: cannot be given in the query string")
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= high:
+        raise InvalidRequest(f"{name}: must be a whole number from {low} to {high}")
+    return number
+
+
+def call_for(route: Route, message: Message) -> dict[str, Any]:
+    """The HTTP call that sends `message` on `route`: method, path with its query string,
+    and the JSON body where the route takes one. Fields left at their default are left out."""
+    path = route.path
+    for name in route.path_fields:
+        path = path.replace("{" + name + "}", quote(getattr(message, name), safe=""))
+    call: dict[str, Any] = {"method": route.method}
+    if route.source is Source.JSON:
+        call["path"] = path
+        call["body"] = json_format.MessageToDict(message, preserving_proto_field_name=True)
+        return call
+    pairs: list[tuple[str, Any]] = []
+    for name, target in route.query_fields.items():
+        value = getattr(message, target)
+        values = list(value) if route.request_type.fields_by_name[target].is_repeated else [value]
+        pairs.extend((name, _query_text(v)) for v in values if v)
+    call["path"] = f"{path}?{urlencode(pairs)}" if pairs else path
+    return call
+
+
+def _query_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,117 @@
+"""Serves the HTTP app with uvicorn in the registry's own process and event loop, beside the
+gRPC server, and stops it with that server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from registry.errors import CapregError
+from registry.wire import MAX_QUERY_CHARS, listen_host
+
+# The request line and headers uvicorn buffers (h11's default is 16 KiB): a search's text
+# travels in the query string, so the longest allowed one, percent-encoded, must fit.
+MAX_REQUEST_HEAD_BYTES = MAX_QUERY_CHARS * 12 + 64 * 1024
+STARTUP_SECONDS = 30.0
+# uvicorn's own default backlog.
+LISTEN_BACKLOG = 2048
+
+
+class CannotListen(CapregError):
+    """The HTTP address cannot be bound (in use, not local, not permitted)."""
+
+
+class _Embedded(uvicorn.Server):
+    """uvicorn inside the registry's process: the registry owns SIGINT and SIGTERM, and
+    stops this server itself (uvicorn would otherwise take the signals over)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind(listen: str) -> socket.socket:
+    """A listening socket on `listen` (HOST:PORT; port 0 picks one), bound before serving
+    so a busy port fails the start at once and the real port can be reported."""
+    host = listen_host(listen)
+    port = int(listen.rpartition(":")[2])
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, not left 0 as socket.create_server leaves it: asyncio turns Nagle's
+    # algorithm off only on accepted sockets whose proto says TCP, and with it on, a
+    # response written in two parts waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(f"cannot serve HTTP on {listen}: {exc.strerror}") from exc
+    return sock
+
+
+class HttpListener:
+    """`app` served on `sock` until `stop`."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        sock: socket.socket,
+        *,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
+        grace_seconds: float = 5.0,
+    ) -> None:
+        self._sock = sock
+        self.tls = tls_cert is not None and tls_key is not None
+        config = uvicorn.Config(
+            app,
+            # The registry configured logging already; per-request lines are the metrics'
+            # and the request ids' job.
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            ws="none",
+            ssl_certfile=str(tls_cert) if self.tls else None,
+            ssl_keyfile=str(tls_key) if self.tls else None,
+            timeout_graceful_shutdown=max(int(grace_seconds), 1),
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
+        )
+        self._server = _Embedded(config)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = self._sock.getsockname()[0]
+        shown = f"[{host}]" if ":" in host else host
+        return f"{'https' if self.tls else 'http'}://{shown}:{self.port}"
+
+    async def start(self) -> None:
+        """Returns once the server accepts connections."""
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
+        ends = time.monotonic() + STARTUP_SECONDS
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise CannotListen(f"the HTTP server on {self.url} stopped while starting")
+            if time.monotonic() >= ends:
+                raise CannotListen(f"the HTTP server on {self.url} did not start")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        """Stops accepting; requests in flight get the grace period to finish."""
+        self._server.should_exit = True
+        if self._task is not None:
+            await self._task
+        self._sock.close()

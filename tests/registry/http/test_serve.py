@@ -1,0 +1,91 @@
+"""`capreg serve --http`: the listener's address rules, and one process serving gRPC and HTTP
+together that stops on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import httpx2
+import pytest
+
+from bench.server_process import free_port, wait_serving
+from registry.cli import build_parser
+from registry.cli.errors import CommandError
+from registry.cli.serve import serve_config
+from registry.keys import add_key
+from registry.proto import registry_pb2 as pb
+from registry.proto import registry_pb2_grpc as pb_grpc
+from tests.conftest import copy_db
+
+
+def _config_args(tmp_path: Path, *extra: str) -> list[str]:
+    return ["serve", "--db", str(tmp_path / "x.db"), *extra]
+
+
+def test_http_off_loopback_needs_tls_or_the_insecure_http_override(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.yaml"
+    add_key(keys, "ops", ["registry:admin", "*"])
+    exposed = _config_args(tmp_path, "--keys", str(keys), "--http", "0.0.0.0:8080")
+    with pytest.raises(CommandError, match="--insecure-http"):
+        serve_config(build_parser().parse_args(exposed))
+    proxied = serve_config(build_parser().parse_args([*exposed, "--insecure-http"]))
+    assert proxied.http_listen == "0.0.0.0:8080"
+    tls = ["--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem")]
+    assert serve_config(build_parser().parse_args([*exposed, *tls])).http_listen
+
+
+def test_http_off_loopback_needs_credentials_even_with_the_override(tmp_path: Path) -> None:
+    args = _config_args(tmp_path, "--http", "0.0.0.0:8080", "--insecure-http")
+    with pytest.raises(CommandError, match="without credentials"):
+        serve_config(build_parser().parse_args(args))
+
+
+def test_loopback_http_is_the_default_rule_and_a_bad_address_is_named(tmp_path: Path) -> None:
+    config = serve_config(build_parser().parse_args(_config_args(tmp_path, "--http", "[::1]:0")))
+    assert config.http_listen == "[::1]:0"
+    with pytest.raises(CommandError, match="--http: listen address 'nowhere'"):
+        serve_config(build_parser().parse_args(_config_args(tmp_path, "--http", "nowhere")))
+
+
+def test_one_process_serves_grpc_and_http_and_stops_both_on_sigterm(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.yaml"
+    key = add_key(keys, "ops", ["registry:admin", "*"])
+    grpc_address = f"127.0.0.1:{free_port()}"
+    http_url = f"http://127.0.0.1:{free_port()}"
+    command = [
+        sys.executable,
+        "-m",
+        "registry.cli",
+        "serve",
+        "--db",
+        str(copy_db(sample_db, tmp_path)),
+    ]
+    command += ["--keys", str(keys), "--listen", grpc_address, "--http", http_url[7:]]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=sink)
+        try:
+            wait_serving(grpc_address, process, seconds=120)
+            headers = {"authorization": f"Bearer {key}"}
+            with httpx2.Client(base_url=http_url, headers=headers, timeout=30.0) as http:
+                ready = http.get("/readyz")
+                over_http = http.get("/v1/search", params={"q": "approve a leave request"})
+            with grpc.insecure_channel(grpc_address) as channel:
+                stub = pb_grpc.CapabilityRegistryStub(channel)
+                request = pb.SearchRequest(query="approve a leave request")
+                over_grpc = stub.Search(request, metadata=(("authorization", f"Bearer {key}"),))
+        finally:
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=60)
+    assert code == 0, log.read_text()
+    assert ready.status_code == 200
+    assert [h["id"] for h in over_http.json()["hits"]] == [h.id for h in over_grpc.hits]
+    assert f"HTTP API at {http_url}" in log.read_text()
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"{http_url}/healthz", timeout=5.0)
