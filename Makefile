@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DATA ?= .capreg
 LISTEN ?= 127.0.0.1:50051
+HTTP_LISTEN ?= 127.0.0.1:8080
 PYTEST_ARGS ?=
 
 .PHONY: install serve cluster test lint proto eval train ablation bench fast-paths context clean
@@ -32,7 +33,7 @@ $(DATA)/keys.yaml: | $(STAMP)
 serve: $(STAMP) $(DATA)/keys.yaml
 	@echo "Development keys (admin, then read-only); use them with: source $(DATA)/dev-keys.env"
 	@cat $(DATA)/dev-keys.env
-	$(VENV)/bin/capreg serve --db $(DATA)/registry.db --catalogs catalogs --listen $(LISTEN) --keys $(DATA)/keys.yaml
+	$(VENV)/bin/capreg serve --db $(DATA)/registry.db --catalogs catalogs --listen $(LISTEN) --http $(HTTP_LISTEN) --keys $(DATA)/keys.yaml
 
 # Three replicas on the machine's PostgreSQL (CLUSTER_DB: any postgresql:// DSN; the database
 # is created when missing), the first registering the bundled catalogs. Ctrl-C stops all.
@@ -48,8 +49,21 @@ cluster: $(STAMP) $(DATA)/keys.yaml
 	  $(VENV)/bin/capreg serve --db '$(CLUSTER_DB)' --listen 127.0.0.1:$$port --keys $(DATA)/keys.yaml $$extra & \
 	done; wait
 
+# The MCP Inspector CLI that tests/mcp_bridge/test_inspector.py drives, from the committed
+# lockfile; reinstalled only when the lockfile changes.
+INSPECTOR := tests/mcp_bridge/inspector
+$(INSPECTOR)/node_modules/.installed: $(INSPECTOR)/package-lock.json
+	cd $(INSPECTOR) && npm ci --no-audit --no-fund
+	touch $@
+
+# Debian's chromium, which the web console's browser tests drive through Playwright
+# (tests/registry/http/test_console.py); installed with apt-get when missing.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
-test: $(STAMP)
+test: $(STAMP) $(INSPECTOR)/node_modules/.installed $(CHROMIUM)
 	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: $(STAMP)
