@@ -110,7 +110,8 @@ fast-paths: $(STAMP)
 
 # Tokens an agent carries: every schema in every turn vs discovery through the bridge.
 context: $(STAMP)
-	$(PY) -m bench.context_tokens --encoding o200k_base --seed 7
+	$(VENV)/bin/capreg context --turns 5,10 --out $(RESULTS)/context.md
+	$(VENV)/bin/capreg context --turns 5,10 --catalogs catalogs --queries bench/data/sample-tasks.jsonl --out $(RESULTS)/context-catalogs.md
 
 proto: $(STAMP)
 	$(PY) proto/generate.py

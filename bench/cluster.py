@@ -30,11 +30,11 @@ import grpc
 import psycopg
 from psycopg import sql
 
-from bench.context_tokens import catalog_sources, load_pool, with_variants
 from bench.performance import throughput
 from bench.registration import CACHE, ensure_cached, seeded_store, write_folder
 from bench.server_process import serving_process
 from bench.stats import percentile
+from registry.pool import catalog_sources, load_pool, with_variants
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.shared_keys import add_key

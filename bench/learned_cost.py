@@ -16,7 +16,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.context_tokens import load_pool, with_variants
 from bench.performance import WORKDIR, build
 from bench.stats import percentile
 from indexer.embedding import load_embedder
@@ -25,6 +24,7 @@ from indexer.retrieval.learned import load_learned_stage
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
+from registry.pool import load_pool, with_variants
 from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent

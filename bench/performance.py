@@ -24,7 +24,6 @@ from typing import Any
 import grpc
 import numpy as np
 
-from bench.context_tokens import PoolTool, catalog_sources, load_pool, with_variants
 from bench.server_process import serving_process
 from bench.stats import percentile, rss_mb
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
@@ -33,6 +32,7 @@ from indexer.retrieval.snapshot import ToolIndex
 from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
+from registry.pool import PoolTool, catalog_sources, load_pool, with_variants
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import SqliteStore

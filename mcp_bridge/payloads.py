@@ -21,9 +21,21 @@ WEAK_MATCH = (
     "Weak match: even the best hit scores below the registry's confidence floor. Rephrase "
     "the need, or tell the user no tool fits, rather than relying on these hits."
 )
+# One line for every answer instead of a ready call per hit: the bridge's tool names are
+# fixed, so a per-hit call repeated the same words five times.
+FETCH = f"Fetch the ones you will use with {GET_TOOL_SCHEMA}, ids as shown."
+LINKS = (
+    f"links: tools that may follow (fetch with {GET_TOOL_SCHEMA}); arguments: their "
+    "parameter -> where its value is in this result."
+)
 # The registry's message states the exact rule broken; these say what a good call looks like.
 FIX_SEARCH = "Call search_tools with query set to the capability you need, in words."
 FIX_IDS = "Pass 1 to 50 ids exactly as search_tools returned them ('<catalog>/<tool>')."
+# Scores order hits within one answer; a third decimal changed no decision and cost tokens.
+SCORE_DIGITS = 2
+# The listing's columns; a tool name may hold spaces and slashes but never a control
+# character, so a tab ends an id unambiguously.
+HITS_HEADER = "id\tscore\tsummary"
 
 
 def call(tool: str, **arguments: Any) -> Payload:
@@ -33,12 +45,19 @@ def call(tool: str, **arguments: Any) -> Payload:
 
 def result(payload: Payload, *, is_error: bool = False) -> CallToolResult:
     # The text is what most clients show the model; structured content is for programs.
-    text = json.dumps(payload, ensure_ascii=False)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
+        content=[TextContent(type="text", text=render(payload))],
         structured_content=payload,
         is_error=is_error,
     )
+
+
+def render(payload: Payload) -> str:
+    """The text the model reads: a search answer (the one payload with hits) as a listing,
+    everything else as JSON without the separators' spaces."""
+    if "hits" in payload and "error" not in payload:
+        return search_text(payload)
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def search_payload(reply: pb.SearchResponse) -> Payload:
@@ -47,18 +66,30 @@ def search_payload(reply: pb.SearchResponse) -> Payload:
             "id": hit.id,
             "name": hit.name,
             "summary": hit.summary,
-            "score": round(hit.score, 3),
-            # The registry's own ready-to-send GetSchema request, as a call of this bridge.
-            "next_call": call(GET_TOOL_SCHEMA, ids=list(hit.next_call.ids)),
+            "score": round(hit.score, SCORE_DIGITS),
         }
         for hit in reply.hits
     ]
-    payload: Payload = {"hits": hits, "weak_match": reply.weak_match}
     if not hits:
-        payload["note"] = NO_MATCH
+        note = NO_MATCH
     elif reply.weak_match:
-        payload["note"] = WEAK_MATCH
-    return payload
+        note = WEAK_MATCH
+    else:
+        note = FETCH
+    return {"hits": hits, "weak_match": reply.weak_match, "note": note}
+
+
+def search_text(payload: Payload) -> str:
+    """A search answer as the model reads it: the note, then one tab-separated line per hit
+    (the name is the id's part after its first '/', so it is not repeated)."""
+    lines = [payload["note"]]
+    if payload["hits"]:
+        lines.append(HITS_HEADER)
+        lines.extend(
+            f"{hit['id']}\t{hit['score']:g}\t{' '.join(hit['summary'].split())}"
+            for hit in payload["hits"]
+        )
+    return "\n".join(lines)
 
 
 def tool_definition(tool: pb.ToolSchema) -> Payload:
@@ -92,7 +123,10 @@ def link_entry(link: pb.ToolLink) -> Payload:
 
 
 def schema_payload(reply: pb.GetSchemaResponse) -> Payload:
-    return {"tools": [tool_definition(tool) for tool in reply.tools]}
+    payload: Payload = {"tools": [tool_definition(tool) for tool in reply.tools]}
+    if any(tool.links for tool in reply.tools):
+        payload["note"] = LINKS
+    return payload
 
 
 def catalogs_payload(reply: pb.ListCatalogsResponse) -> Payload:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from registry.cli import commands, datasets, keys, lint, mcp_import, serve, train
+from registry.cli import commands, context, datasets, keys, lint, mcp_import, serve, train
 from registry.cli import eval as eval_command
 from registry.cli.errors import CommandError
 from registry.logs import JsonFormatter, RequestIdFilter
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_import.add_parser(subcommands)
     lint.add_parser(subcommands)
     eval_command.add_parser(subcommands)
+    context.add_parser(subcommands)
     datasets.add_parser(subcommands)
     train.add_parser(subcommands)
     from mcp_bridge.cli import add_parser as add_bridge_parser

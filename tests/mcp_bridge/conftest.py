@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
+from mcp_bridge.payloads import render
 from mcp_bridge.server import build_server, static_key
 from registry.client import AsyncRegistryClient, RegistryTarget
 from registry.core import Registry
@@ -91,11 +92,11 @@ async def silent_registry() -> AsyncIterator[str]:
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
-    """The structured payload of a tool result (its text content says the same)."""
+    """The structured payload of a tool result (its text content says the same, compactly)."""
     assert isinstance(result.structured_content, dict)
     [text] = result.content
     assert isinstance(text, TextContent)
-    assert text.text.startswith("{")
+    assert text.text == render(result.structured_content)
     return result.structured_content
 
 

@@ -50,23 +50,23 @@ async def test_tools_list_payload_fits_the_token_budget(registry_address: str) -
     assert tokens <= TOOLS_LIST_TOKEN_BUDGET
 
 
-async def test_search_hits_carry_the_schema_call_that_returns_function_definitions(
+async def test_search_hits_name_the_ids_that_get_tool_schema_turns_into_definitions(
     registry_address: str,
 ) -> None:
     async with in_memory_bridge(registry_address) as client:
         found = await client.call_tool(
             "search_tools", {"query": "open a support ticket for a customer", "limit": 3}
         )
-        hits = payload(found)["hits"]
+        answer = payload(found)
+        hits = answer["hits"]
         assert not found.is_error
         assert len(hits) == 3
         best = hits[0]
         assert best["id"] == "support/create_ticket"
-        assert set(best) == {"id", "name", "summary", "score", "next_call"}
-        next_call = best["next_call"]
-        assert next_call == {"tool": "get_tool_schema", "arguments": {"ids": [best["id"]]}}
+        assert set(best) == {"id", "name", "summary", "score"}
+        assert "get_tool_schema" in answer["note"]
 
-        fetched = await client.call_tool(next_call["tool"], next_call["arguments"])
+        fetched = await client.call_tool("get_tool_schema", {"ids": [best["id"]]})
     assert not fetched.is_error
     [tool] = payload(fetched)["tools"]
     assert tool["id"] == "support/create_ticket"

@@ -37,8 +37,7 @@ async def test_a_stdio_bridge_lists_searches_and_fetches_schemas_with_its_key(
         listed = await client.list_tools()
         found = await client.call_tool("search_tools", {"query": "refund a customer's order"})
         hits = payload(found)["hits"]
-        next_call = hits[0]["next_call"]
-        fetched = await client.call_tool(next_call["tool"], next_call["arguments"])
+        fetched = await client.call_tool("get_tool_schema", {"ids": [hits[0]["id"]]})
         unknown = await client.call_tool("get_tool_schema", {"ids": ["support/create_tiket"]})
     assert {tool.name for tool in listed.tools} == {
         "search_tools",
