@@ -110,8 +110,8 @@ fast-paths: $(STAMP)
 
 # Tokens an agent carries: every schema in every turn vs discovery through the bridge.
 context: $(STAMP)
-	$(VENV)/bin/capreg context --turns 5,10 --out $(RESULTS)/context.md
-	$(VENV)/bin/capreg context --turns 5,10 --catalogs catalogs --queries bench/data/sample-tasks.jsonl --out $(RESULTS)/context-catalogs.md
+	$(VENV)/bin/capreg context --turns 5,10,20 --out $(RESULTS)/context.md
+	$(VENV)/bin/capreg context --turns 5,10,20 --catalogs catalogs --queries bench/data/sample-tasks.jsonl --out $(RESULTS)/context-catalogs.md
 
 proto: $(STAMP)
 	$(PY) proto/generate.py

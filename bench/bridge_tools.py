@@ -1,8 +1,9 @@
 """What the bridge's tools/list costs in o200k tokens, as built and with affordances as a tool.
 
-The bridge exposes affordances as a fourth discovery tool only if tools/list stays within the
-450-token budget (decision 0022); otherwise they ride in search_tools' arguments. This prints
-both sizes so the choice can be checked:
+The bridge may expose affordances as a fourth discovery tool only if tools/list stays within
+the 450-token budget (decision 0022); otherwise they ride in search_tools' arguments. Each
+row gives the wire size (the budget's measure) and the size of the function definitions a
+client hands the model, the form `capreg context` counts on every turn of a session:
 
     .venv/bin/python -m bench.bridge_tools --out docs/results/bridge-tools.md
 """
@@ -14,15 +15,13 @@ import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp_types import CallToolResult
 
 from indexer.evaluation.tokens import count_tokens
-from mcp_bridge.server import build_server, static_key
+from mcp_bridge.server import build_server, discovery_tool, discovery_tools, static_key
 from registry.client import AsyncRegistryClient, RegistryTarget
 
 BUDGET = 450
@@ -33,36 +32,55 @@ AFFORDANCES_DESCRIPTION = (
     "Tools legal in a workflow's current state (workflows: list_catalogs), each with the "
     "state it leads to. Call it after each step."
 )
-Workflow = Annotated[str, Field(description="'<catalog>/<workflow>' from list_catalogs")]
-State = Annotated[str, Field(description="The current state; empty: the initial one")]
 
 
 async def _get_affordances(
-    workflow: Workflow, ctx: Context[Any, Any], state: State = ""
+    workflow: str, ctx: Context[Any, Any], state: str = ""
 ) -> CallToolResult:
     raise NotImplementedError("only listed, never called")
 
 
-async def tools_list_tokens(server: MCPServer) -> tuple[int, list[str]]:
-    async with Client(server) as client:
-        listed = await client.list_tools()
-    wire = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
-    text = json.dumps({"tools": wire["tools"]}, ensure_ascii=False)
-    return count_tokens(text, "o200k_base"), [t["name"] for t in wire["tools"]]
+Row = tuple[str, int, int, list[str]]
 
 
-async def measure() -> list[tuple[str, int, list[str]]]:
+async def tools_list_tokens(server: MCPServer) -> tuple[int, int, list[str]]:
+    """Tokens of tools/list as sent, and of the same tools as function definitions."""
+    # As mcp_bridge.accounting lists them, so the per-turn figure is the one it counts.
+    listed = [
+        tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+        for tool in await server.list_tools()
+    ]
+    wire = {"tools": listed}
+    text = json.dumps(wire, ensure_ascii=False)
+    definitions = [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["inputSchema"],
+            },
+        }
+        for t in wire["tools"]
+    ]
+    functions = json.dumps(definitions, ensure_ascii=False)
+    return (
+        count_tokens(text, "o200k_base"),
+        count_tokens(functions, "o200k_base"),
+        [t["name"] for t in wire["tools"]],
+    )
+
+
+async def measure() -> list[Row]:
     # No call reaches the registry: listing tools is the bridge's own answer.
     target = RegistryTarget(address="127.0.0.1:9", timeout=1.0)
     async with AsyncRegistryClient(target) as registry:
         built = build_server(registry, static_key(None))
         as_built = await tools_list_tokens(built)
-        with_tool = build_server(registry, static_key(None))
-        with_tool.add_tool(
-            _get_affordances,
-            name=AFFORDANCES_TOOL,
-            description=AFFORDANCES_DESCRIPTION,
-            annotations=ToolAnnotations(read_only_hint=True),
+        # The fourth tool written the way the bridge writes its own (lean advertised schema).
+        fourth = discovery_tool(_get_affordances, AFFORDANCES_TOOL, AFFORDANCES_DESCRIPTION)
+        with_tool = MCPServer(
+            "capreg", tools=[*discovery_tools(registry, static_key(None)), fourth]
         )
         extra = await tools_list_tokens(with_tool)
     return [("as built", *as_built), (f"as built + {AFFORDANCES_TOOL}", *extra)]
@@ -79,11 +97,13 @@ def main() -> None:
         "Command: `.venv/bin/python -m bench.bridge_tools --out docs/results/bridge-tools.md`"
         f" ({datetime.now(UTC):%Y-%m-%d})",
         "",
-        f"| bridge | tools | o200k tokens | within {BUDGET} |",
-        "| --- | --- | --- | --- |",
+        f"| bridge | tools | tools/list as sent | within {BUDGET} | as function definitions "
+        "(per turn) |",
+        "| --- | --- | --- | --- | --- |",
         *(
-            f"| {name} | {', '.join(tools)} | {tokens} | {'yes' if tokens <= BUDGET else 'no'} |"
-            for name, tokens, tools in rows
+            f"| {name} | {', '.join(tools)} | {wire} | {'yes' if wire <= BUDGET else 'no'} "
+            f"| {functions} |"
+            for name, wire, functions, tools in rows
         ),
     ]
     text = "\n".join(lines) + "\n"

@@ -43,10 +43,23 @@ class BridgeExchanges:
         self._tools_list = ""
 
     def tools_list(self) -> str:
-        # As a client hands it to the model, the way a static tools list is counted too.
+        # As a client hands it to the model: each tool as a function definition (name,
+        # description, parameters), exactly the form the static tools list is counted in
+        # (`registry.context.static_tokens`); annotations are for the client, not the model.
         if not self._tools_list:
             tools = asyncio.run(listed_tools())
-            self._tools_list = json.dumps({"tools": tools}, ensure_ascii=False)
+            definitions = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool["name"],
+                        "description": tool["description"],
+                        "parameters": tool["inputSchema"],
+                    },
+                }
+                for tool in tools
+            ]
+            self._tools_list = json.dumps(definitions, ensure_ascii=False)
         return self._tools_list
 
     def search(self, query: str, limit: int, reply: pb.SearchResponse) -> str:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import grpc
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, CallToolResult, ToolAnnotations
 from pydantic import Field
@@ -41,25 +42,18 @@ INSTRUCTIONS = (
     "gives their definitions."
 )
 
-# Every word below is sent on every turn of every agent that connects: keep them earned.
+# Every word below is sent on every turn of every agent that connects: keep them earned
+# (`python -m bench.bridge_tools` counts them; `capreg context --turns` shows what they cost).
 SEARCH_TOOLS = (
-    "Find tools for a task in the organisation's tool catalogs (not loaded here). Call it "
-    "whenever you need a capability you lack. Returns hits (id, name, summary, score), each "
-    "with next_call: the ready get_tool_schema call. weak_match true means nothing fits "
-    "well: rephrase or tell the user. In a workflow (list_catalogs), pass workflow and state "
-    "to get the moves legal there."
+    "Find tools for a capability you lack (ids, scores, summaries); a weak match means none "
+    "fits. In a workflow, pass workflow and state."
 )
-GET_TOOL_SCHEMA = (
-    "Definitions of tools chosen from search_tools hits, only those you will use. Returns per "
-    "tool its id and function (name, description, JSON Schema parameters), ready for a "
-    "function-calling API. This server does not run them."
-)
-LIST_CATALOGS = "The catalogs you may search, with tool counts. Call it when searches miss."
+GET_TOOL_SCHEMA = "Definitions of the tools you will call, by id. Not run here."
+LIST_CATALOGS = "Catalogs and workflows you may search."
 
-Query = Annotated[str, Field(description="The capability you need, in words")]
+# No descriptions: the tool's own description says what they are.
+Query = str
 Limit = Annotated[int, Field(ge=1, le=50)]
-# No descriptions or bounds: the tool's own description says what they are, the registry
-# bounds them, and every word here is paid on every turn.
 Workflow = str
 State = str
 Ids = Annotated[list[str], Field(min_length=1, max_length=50)]
@@ -182,29 +176,52 @@ def _version() -> str:
         return ""
 
 
+# Advertised schemas keep types, required arguments and defaults; titles repeat the names and
+# bounds are enforced anyway (an argument out of bounds is an error result naming the bound).
+UNADVERTISED = frozenset({"title", "minimum", "maximum", "minItems", "maxItems"})
+
+
+def _lean(schema: Any) -> Any:
+    """A JSON Schema without what costs every agent tokens on every turn and tells the model
+    nothing it needs (see UNADVERTISED), nor empty-string defaults (an optional text argument
+    left out is empty anyway)."""
+    if isinstance(schema, dict):
+        return {
+            key: _lean(value)
+            for key, value in schema.items()
+            if key not in UNADVERTISED and not (key == "default" and value == "")
+        }
+    if isinstance(schema, list):
+        return [_lean(item) for item in schema]
+    return schema
+
+
+def discovery_tool(
+    fn: Callable[..., Awaitable[CallToolResult]], name: str, description: str
+) -> Tool:
+    tool = Tool.from_function(
+        fn, name=name, description=description, annotations=ToolAnnotations(read_only_hint=True)
+    )
+    # Only what is advertised changes: arguments are still validated by the function's types.
+    return tool.model_copy(update={"parameters": _lean(tool.parameters)})
+
+
+def discovery_tools(client: AsyncRegistryClient, keys: KeySource) -> list[Tool]:
+    """search_tools, get_tool_schema and list_catalogs, as the bridge advertises them."""
+    tools = DiscoveryTools(client, keys)
+    return [
+        discovery_tool(tools.search_tools, payloads.SEARCH_TOOLS, SEARCH_TOOLS),
+        discovery_tool(tools.get_tool_schema, payloads.GET_TOOL_SCHEMA, GET_TOOL_SCHEMA),
+        discovery_tool(tools.list_catalogs, payloads.LIST_CATALOGS, LIST_CATALOGS),
+    ]
+
+
 def build_server(client: AsyncRegistryClient, keys: KeySource) -> MCPServer:
     """An MCP server exposing exactly search_tools, get_tool_schema and list_catalogs."""
-    server: MCPServer = MCPServer(
-        "capreg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
+    return MCPServer(
+        "capreg",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+        tools=discovery_tools(client, keys),
     )
-    tools = DiscoveryTools(client, keys)
-    read_only = ToolAnnotations(read_only_hint=True)
-    server.add_tool(
-        tools.search_tools,
-        name=payloads.SEARCH_TOOLS,
-        description=SEARCH_TOOLS,
-        annotations=read_only,
-    )
-    server.add_tool(
-        tools.get_tool_schema,
-        name=payloads.GET_TOOL_SCHEMA,
-        description=GET_TOOL_SCHEMA,
-        annotations=read_only,
-    )
-    server.add_tool(
-        tools.list_catalogs,
-        name=payloads.LIST_CATALOGS,
-        description=LIST_CATALOGS,
-        annotations=read_only,
-    )
-    return server

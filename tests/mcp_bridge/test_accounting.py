@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+from mcp_types import Tool
+
 from mcp_bridge import payloads
-from mcp_bridge.accounting import BridgeExchanges
+from mcp_bridge.accounting import UNUSED_REGISTRY, BridgeExchanges
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.servicer import search_response, tool_schema
@@ -14,11 +17,28 @@ from tests.mcp_bridge.conftest import in_memory_bridge
 QUERY = "refund a customer whose order arrived damaged"
 
 
-def test_the_tools_list_is_the_bridges_own_tools_as_listed() -> None:
-    listed = json.loads(BridgeExchanges().tools_list())["tools"]
-    names = {tool["name"] for tool in listed}
-    assert {payloads.SEARCH_TOOLS, payloads.GET_TOOL_SCHEMA, payloads.LIST_CATALOGS} <= names
-    assert all(tool["description"] and tool["inputSchema"] for tool in listed)
+async def _listed_over_the_wire() -> list[Tool]:
+    async with in_memory_bridge(UNUSED_REGISTRY) as client:  # listing calls no registry
+        return (await client.list_tools()).tools
+
+
+def test_the_tools_list_is_the_bridges_own_tools_in_the_static_lists_form() -> None:
+    counted = json.loads(BridgeExchanges().tools_list())
+    listed = asyncio.run(_listed_over_the_wire())
+    # The same form the static tools list is counted in: function definitions.
+    assert counted == [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.input_schema,
+            },
+        }
+        for tool in listed
+    ]
+    names = {entry["function"]["name"] for entry in counted}
+    assert names == {payloads.SEARCH_TOOLS, payloads.GET_TOOL_SCHEMA, payloads.LIST_CATALOGS}
 
 
 async def test_a_search_exchange_is_its_arguments_and_the_answer_the_bridge_returns(

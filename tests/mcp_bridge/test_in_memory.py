@@ -25,7 +25,7 @@ async def test_tools_list_has_exactly_the_three_discovery_tools(registry_address
     assert not prompts.prompts
     for tool in listed.tools:
         assert tool.description
-        assert len(tool.description) > 40
+        assert len(tool.description.split()) >= 6  # says what it is for, tersely
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint
 
