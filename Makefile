@@ -70,6 +70,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy docs/examples
 
 # Held-out parts only (and seal-tools dev, the first tuning split, for reference): the
 # tuning parts of MetaTool and StableToolBench are what `make train` fits on.

@@ -64,6 +64,22 @@ def test_the_bridge_reaches_the_registry_only_through_its_client() -> None:
     assert outside == set()
 
 
+def test_the_tool_search_adapters_reach_the_registry_only_through_its_client() -> None:
+    allowed = ("registry.integrations", "registry.client", "registry.wire", "registry.proto")
+    outside = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        if within(module, "registry.integrations")
+        for target in targets
+        if not within(target, *allowed)
+    }
+    assert {m for m in GRAPH if within(m, "registry.integrations")} >= {
+        "registry.integrations.anthropic",
+        "registry.integrations.openai",
+    }
+    assert outside == set()
+
+
 def test_only_the_edge_imports_the_cli_and_the_server() -> None:
     """The CLI composes everything; the server composes the core. Nothing below them
     reaches up to either."""
@@ -96,6 +112,9 @@ def third_party_importers(library: str) -> set[str]:
         ("onnxruntime", {"indexer.embedding.onnx"}),
         ("torch", {"indexer.embedding.onnx"}),  # the one-off ONNX export
         ("bm25s", {"indexer.retrieval.lexical"}),
+        # The vendors' SDKs are test-only: the tool-search adapters emit plain payloads.
+        ("anthropic", set()),
+        ("openai", set()),
     ],
 )
 def test_each_heavy_library_is_imported_by_its_one_module(library: str, owners: set[str]) -> None:
