@@ -5,6 +5,7 @@ serves them over gRPC and, with `http_listen`, over HTTP in the same event loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -127,6 +128,21 @@ def serve_metrics(listen: str, metrics: ServiceMetrics) -> WSGIServer:
     return exporter
 
 
+def settle_long_lived_objects() -> None:
+    """Moves everything alive once the index is loaded out of the collector's reach.
+
+    The model, its libraries' modules and the loaded catalogs are a few hundred thousand
+    objects that live as long as the process. A full collection walked them all, holding the
+    GIL for up to 260 ms, often from a low-priority search worker, while cache hits on the
+    event loop waited; after freezing, the longest took 31 ms (docs/results/load-fault.md).
+    Frozen objects are still freed by reference counting; only cycles among them would
+    outlive their use, so the garbage made while loading is collected first.
+    """
+
+    gc.collect()
+    gc.freeze()
+
+
 class ServeFailed(CapregError):
     """The server cannot start: the message names the setting to change."""
 
@@ -241,6 +257,7 @@ async def run_server(config: ServerConfig) -> bool:
             len(report.failed),
         )
     registry.reader.release()
+    settle_long_lived_objects()
     mark_serving(health)
     logger.info(
         "capreg serving %d tools on %s (ready in %.1fs, db %s)",
