@@ -220,6 +220,10 @@ def test_two_replicas_racing_on_one_catalog_leave_one_whole_version(
     assert revision == sum(applied)
 
 
+# Large enough that embedding it outlasts the second before the kill on a fast machine.
+NEW_TOOLS = 3_000
+
+
 def test_killing_the_writing_replica_leaves_the_old_or_the_new_version_everywhere(
     replicas: list[str], tmp_path: Path
 ) -> None:
@@ -228,9 +232,10 @@ def test_killing_the_writing_replica_leaves_the_old_or_the_new_version_everywher
         pb.RegisterCatalogRequest(content=version("big", 5, "old")), timeout=60
     )
     call = writer.RegisterCatalog.future(
-        pb.RegisterCatalogRequest(content=version("big", 400, "new")), timeout=120
+        pb.RegisterCatalogRequest(content=version("big", NEW_TOOLS, "new")), timeout=120
     )
-    time.sleep(1.0)  # the writer is embedding 400 new tools
+    time.sleep(1.0)  # the writer is embedding the new tools: several seconds of work
+    assert not call.done(), "the write ended before the kill; make the new version larger"
     PROCESSES[replicas[0]].send_signal(signal.SIGKILL)
     with pytest.raises(grpc.RpcError):
         call.result()
@@ -243,7 +248,7 @@ def test_killing_the_writing_replica_leaves_the_old_or_the_new_version_everywher
         [big] = [c for c in listed.catalogs if c.name == "big"]
         counts.add(big.tool_count)
     assert len(counts) == 1
-    assert counts <= {5, 400}
+    assert counts <= {5, NEW_TOOLS}
 
 
 def restart_command() -> list[str]:
