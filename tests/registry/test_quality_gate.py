@@ -28,7 +28,7 @@ from tests.conftest import DATASETS
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
     "seal-tools:test_out_domain": {"recall@5": 0.955, "f1@returned": 0.87},
-    "livemcpbench": {"recall@5": 0.395, "precision@1": 0.39},
+    "livemcpbench": {"recall@5": 0.385, "precision@1": 0.375},
     "stabletoolbench": {"recall@5": 0.75, "f1@returned": 0.58},
     "metatool": {"precision@1": 0.28, "recall@5": 0.61},
     "metatool-multi": {"recall@5": 0.675, "f1@returned": 0.41},
