@@ -269,7 +269,8 @@ def add_parser(commands: Any) -> None:
         "--read-workers",
         type=_at_least_one,
         default=ServerConfig().read_workers,
-        help="threads for searches and schema lookups (default: %(default)s)",
+        help="threads for searches and schema lookups (default: one per core, 2 to 4; "
+        "here %(default)s)",
     )
     serve.add_argument(
         "--write-queue",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from numpy.typing import NDArray
 
-from registry.config import ServerConfig
+from registry.config import ServerConfig, default_read_workers
 from registry.core import Registry
 from registry.errors import CallerGone
 from registry.lanes import Lanes
@@ -190,3 +190,12 @@ def test_work_for_a_departed_caller_is_refused_as_caller_gone() -> None:
     lanes = Lanes(read_workers=1, write_queue=1)
     with pytest.raises(CallerGone):
         asyncio.run(lanes.read(Departed(), lambda: "work"))
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 2), (2, 2), (3, 3), (4, 4), (16, 4)])
+def test_the_read_lane_has_a_thread_per_core_from_two_to_four(
+    monkeypatch: pytest.MonkeyPatch, cores: int, threads: int
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(cores)))
+    assert default_read_workers() == threads
+    assert ServerConfig().read_workers == threads
