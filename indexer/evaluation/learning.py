@@ -262,6 +262,17 @@ def fit_weak_match(
     return weak, point, pr_curve(probability, y)
 
 
+def inputs_digest(items: Sequence[Shortlisted]) -> str:
+    """SHA-256 over every shortlist in order: request, judgement, ids and feature bytes."""
+    digest = hashlib.sha256()
+    for item in items:
+        head = f"{item.dataset}\0{item.query_id}\0{int(item.answerable)}\0{item.front}\0"
+        digest.update(head.encode())
+        digest.update("\0".join([*item.ids, *sorted(item.relevant)]).encode())
+        digest.update(np.ascontiguousarray(item.features, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
 def fit_stage(
     items: Sequence[Shortlisted], columns: Sequence[int]
 ) -> tuple[LearnedStage, OperatingPoint, list[OperatingPoint]]:
@@ -281,7 +292,7 @@ def fit_stage(
     weak, point, curve = fit_weak_match(
         [i for i, _ in calibration], [s for _, s in calibration], floor
     )
-    return LearnedStage(ensemble, tuple(columns), weak), point, curve
+    return LearnedStage(ensemble, tuple(columns), weak, inputs_digest(items)), point, curve
 
 
 __all__ = [
@@ -290,6 +301,7 @@ __all__ = [
     "Shortlisted",
     "choose_threshold",
     "fit_stage",
+    "inputs_digest",
     "offline_metrics",
     "pr_curve",
 ]

@@ -273,6 +273,9 @@ class LearnedStage:
     ranker: TreeEnsemble
     columns: tuple[int, ...]
     weak: WeakMatch | None
+    # SHA-256 of the tuning shortlists it was fitted on (`inputs_digest`): tells a refit on
+    # other inputs from a refit on the same ones.
+    inputs: str = ""
 
     def score(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
         return self.ranker.predict(features[:, list(self.columns)])
@@ -294,6 +297,7 @@ class LearnedStage:
             "features": [FEATURE_NAMES[c] for c in self.columns],
             "ranker": self.ranker.to_json(),
             "weak_match": self.weak.to_json() if self.weak is not None else None,
+            "inputs": self.inputs,
         }
 
     @classmethod
@@ -309,6 +313,7 @@ class LearnedStage:
             TreeEnsemble.from_json(data["ranker"]),
             tuple(_COLUMN[n] for n in names),
             WeakMatch.from_json(weak) if weak else None,
+            str(data.get("inputs", "")),
         )
 
 

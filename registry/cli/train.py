@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embedding import load_embedder
-from indexer.retrieval.learned import MODEL_FILE, dumps
+from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.cli.errors import CommandError
 from registry.cli.serve import add_embedder_option, model_cache
@@ -19,6 +19,7 @@ from registry.training import (
     REPORT_SETS,
     ablation_report,
     collect,
+    compare_with_committed,
     train,
     training_report,
     write_model,
@@ -39,12 +40,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     output = Path(args.output)
     if args.check:
-        committed = output.read_text(encoding="utf-8") if output.exists() else ""
-        if committed != dumps(result.stage):
-            print(f"{output}: retraining gives a different model", file=sys.stderr)
+        committed = load_learned_stage(output)
+        if committed is None:
+            print(f"{output}: no committed model to compare with", file=sys.stderr)
             return 1
-        print(f"{output}: retraining reproduces the committed model")
-        return 0
+        check = compare_with_committed(committed, output.read_text(encoding="utf-8"), result)
+        verdict = "reproduces" if check.holds else "does not reproduce"
+        print(f"{output}: retraining {verdict} the committed model: {check.describe()}")
+        return 0 if check.holds else 1
     write_model(result.stage, output)
     print(f"wrote {output}")
     if args.report:
