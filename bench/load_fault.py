@@ -484,8 +484,10 @@ def render(
         "| --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
-        f"Errors: {total_errors}. Cache hits under mixed load: p99 {cached_p99:.1f} ms = "
-        f"{cached_p99 / idle_p99:.1f}x the idle cached p99 (target: within 10x). A repeated "
+        f"Errors: {total_errors}. Cache hits under mixed load, as the loaded clients time them: "
+        f"p99 {cached_p99:.1f} ms = {cached_p99 / idle_p99:.1f}x the idle cached p99; the "
+        f"{args.clients} clients share one Python process, so this includes that process's own "
+        "queueing, and the separate probe below is the measure held to the target. A repeated "
         f"query misses the cache after each catalog change (results are keyed by generation), "
         f"so all repeated searches together: p99 {repeated_p99:.1f} ms. "
         f"Server RSS {rss_before:.0f} MB before, {rss_after:.0f} MB after "
