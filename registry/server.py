@@ -131,12 +131,12 @@ def serve_metrics(listen: str, metrics: ServiceMetrics) -> WSGIServer:
 def settle_long_lived_objects() -> None:
     """Moves everything alive once the index is loaded out of the collector's reach.
 
-    The model, its libraries' modules and the loaded catalogs are a few hundred thousand
-    objects that live as long as the process. A full collection walked them all, holding the
-    GIL for up to 260 ms, often from a low-priority search worker, while cache hits on the
-    event loop waited; after freezing, the longest took 31 ms (docs/results/load-fault.md).
-    Frozen objects are still freed by reference counting; only cycles among them would
-    outlive their use, so the garbage made while loading is collected first.
+    The model's libraries and the loaded catalogs are tens of thousands of objects that live
+    as long as the process; every full collection walked them all, holding the GIL (16.5 ms
+    at p50 on an idle machine, docs/results/gc-pauses.md), and far longer when it ran in a
+    low-priority search worker that the OS then preempted, while cache hits on the event loop
+    waited. Frozen objects are still freed by reference counting; only cycles among them
+    would outlive their use, so the garbage made while loading is collected first.
     """
 
     gc.collect()
