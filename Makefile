@@ -112,6 +112,7 @@ fast-paths: $(STAMP)
 # Tokens an agent carries: every schema in every turn vs discovery through the bridge.
 context: $(STAMP)
 	$(VENV)/bin/capreg context --turns 5,10,20 --out $(RESULTS)/context.md
+	$(VENV)/bin/capreg context --dataset livemcpbench --turns 5,10,20 --out $(RESULTS)/context-livemcpbench.md
 	$(VENV)/bin/capreg context --turns 5,10,20 --catalogs catalogs --queries bench/data/sample-tasks.jsonl --out $(RESULTS)/context-catalogs.md
 
 proto: $(STAMP)

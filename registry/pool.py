@@ -49,11 +49,14 @@ class Pool:
     fields: Fields = "core"
 
 
-def load_pool(root: str | Path | None) -> tuple[list[PoolTool], list[LabeledQuery]]:
-    """Every tool of the pool datasets (unique ids) and the labeled tasks to run."""
+def load_pool(
+    root: str | Path | None, only: str | None = None
+) -> tuple[list[PoolTool], list[LabeledQuery]]:
+    """Every tool of the pool datasets (unique ids) and the labeled tasks to run; with
+    `only` (one of TASK_SOURCES), that set's own tools and tasks alone."""
     tools: dict[str, PoolTool] = {}
     tasks: list[LabeledQuery] = []
-    for name in POOL_SOURCES:
+    for name in (only,) if only else POOL_SOURCES:
         dataset = load_dataset(name, root)
         for source in dataset.catalogs:
             catalog = parse_catalog(source.content, name=source.name, fmt=source.format)
@@ -66,16 +69,20 @@ def load_pool(root: str | Path | None) -> tuple[list[PoolTool], list[LabeledQuer
     return list(tools.values()), tasks
 
 
-def dataset_pool(root: str | Path | None) -> Pool:
+def dataset_pool(root: str | Path | None, only: str | None = None) -> Pool:
+    if only is not None and only not in TASK_SOURCES:
+        raise EvalError(f"--dataset {only!r}: expected one of {', '.join(TASK_SOURCES)}")
     try:
-        tools, tasks = load_pool(root)
+        tools, tasks = load_pool(root, only)
     except (ValueError, FileNotFoundError) as exc:
         raise EvalError(str(exc)) from exc
+    tasks_from = (only,) if only else TASK_SOURCES
+    tools_from = (only,) if only else POOL_SOURCES
     return Pool(
         tools=tools,
         tasks=tasks,
-        origin=f"labeled {' and '.join(TASK_SOURCES)} tasks; tools drawn from "
-        f"{', '.join(POOL_SOURCES)} ({len(tools):,} unique tools, mirror copies past that)",
+        origin=f"labeled {' and '.join(tasks_from)} tasks; tools drawn from "
+        f"{', '.join(tools_from)} ({len(tools):,} unique tools, mirror copies past that)",
     )
 
 

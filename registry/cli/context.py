@@ -17,7 +17,7 @@ from registry.cli.errors import CommandError
 from registry.cli.serve import add_embedder_option, model_cache
 from registry.context import DEFAULT_DB, SIZES, ContextPlan, markdown, run_context
 from registry.evaluate import EvalError
-from registry.pool import Pool, dataset_pool, folder_pool
+from registry.pool import TASK_SOURCES, Pool, dataset_pool, folder_pool
 
 # Sizes for a folder of catalogs when none are given: small and medium draws, then all of it.
 FOLDER_SIZES = (15, 100)
@@ -35,10 +35,12 @@ def parse_counts(text: str, option: str) -> tuple[int, ...]:
 
 def chosen_pool(args: argparse.Namespace) -> Pool:
     if args.catalogs:
+        if args.dataset:
+            raise CommandError("--dataset and --catalogs exclude each other: pick one source")
         if not args.queries:
             raise CommandError("--catalogs needs --queries FILE.jsonl (the labeled tasks)")
         return folder_pool(Path(args.catalogs), Path(args.queries))
-    return dataset_pool(datasets_dir(args.datasets, cache=cache_root()))
+    return dataset_pool(datasets_dir(args.datasets, cache=cache_root()), args.dataset)
 
 
 def command_line(argv: list[str]) -> str:
@@ -105,6 +107,11 @@ def add_parser(commands: Any) -> None:
         help="session lengths, comma-separated (e.g. 5,10); one turn is always reported",
     )
     parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"), help="folder")
+    parser.add_argument(
+        "--dataset",
+        help=f"one labeled set's own tools and tasks ({', '.join(TASK_SOURCES)}); default: "
+        "their tasks over tools drawn from every set",
+    )
     parser.add_argument("--catalogs", help="a folder of catalog files instead of the datasets")
     parser.add_argument("--queries", help="with --catalogs: JSON lines of id, query, relevant")
     parser.add_argument(

@@ -222,3 +222,13 @@ def test_capreg_context_writes_the_report_it_prints(
     assert written.strip() == printed.strip()
     assert "| 12 |" in written
     assert "## A session of 10 turns" in written
+
+
+def test_a_dataset_and_a_catalogs_folder_exclude_each_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["context", "--catalogs", str(tmp_path), "--dataset", "livemcpbench", "--queries", "q"]
+    )
+    assert code == 1
+    assert "exclude each other" in capsys.readouterr().err

@@ -10,7 +10,8 @@ import pytest
 from indexer.formats import parse_catalog
 from indexer.model import Tool, ToolLink
 from registry.evaluate import EvalError
-from registry.pool import PoolTool, catalog_sources, folder_pool, with_variants
+from registry.pool import PoolTool, catalog_sources, dataset_pool, folder_pool, with_variants
+from tests.conftest import DATASETS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,3 +83,19 @@ def test_a_folder_pool_needs_a_folder(tmp_path: Path) -> None:
     queries.write_text("")
     with pytest.raises(EvalError, match="not a folder"):
         folder_pool(tmp_path / "missing", queries)
+
+
+def test_one_dataset_pool_holds_only_that_sets_tools_and_tasks() -> None:
+    pool = dataset_pool(DATASETS, "livemcpbench")
+    assert pool.tasks
+    catalogs = {entry.tool.catalog for entry in pool.tools}
+    assert {r.partition("/")[0] for task in pool.tasks for r in task.relevant} <= catalogs
+    everything = dataset_pool(DATASETS)
+    assert len(pool.tools) < len(everything.tools)
+    assert len(pool.tasks) < len(everything.tasks)
+    assert pool.origin.startswith("labeled livemcpbench tasks; tools drawn from livemcpbench (")
+
+
+def test_a_dataset_pool_names_the_sets_it_can_draw_from() -> None:
+    with pytest.raises(EvalError, match="livemcpbench, stabletoolbench"):
+        dataset_pool(DATASETS, "seal-tools")
