@@ -71,7 +71,7 @@ def load_pool(
 
 def dataset_pool(root: str | Path | None, only: str | None = None) -> Pool:
     if only is not None and only not in TASK_SOURCES:
-        raise EvalError(f"--dataset {only!r}: expected one of {', '.join(TASK_SOURCES)}")
+        raise EvalError(f"no labeled tasks of {only!r}: expected one of {', '.join(TASK_SOURCES)}")
     try:
         tools, tasks = load_pool(root, only)
     except (ValueError, FileNotFoundError) as exc:

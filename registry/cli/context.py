@@ -109,6 +109,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"), help="folder")
     parser.add_argument(
         "--dataset",
+        choices=TASK_SOURCES,
         help=f"one labeled set's own tools and tasks ({', '.join(TASK_SOURCES)}); default: "
         "their tasks over tools drawn from every set",
     )
