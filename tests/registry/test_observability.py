@@ -3,8 +3,10 @@ on every call and log record, JSON logs, and an audit trail of catalog changes."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,6 +39,17 @@ class Served:
 
     def scrape(self) -> str:
         return generate_latest(self.metrics.registry).decode()
+
+    async def scrape_after(self, calls: int) -> str:
+        """The metrics once `calls` RPCs are counted. gRPC's abort sends the status before
+        the handler unwinds, so a client can see its error a moment before the interceptor
+        counts the call; waiting for the count (at most 5 s) keeps the assertions exact."""
+        deadline = time.monotonic() + 5.0
+        text = self.scrape()
+        while _sample(text, "capreg_requests_total{") < calls and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+            text = self.scrape()
+        return text
 
 
 @pytest.fixture
@@ -72,7 +85,8 @@ async def test_rpcs_are_counted_and_timed_by_status_code(served: Served) -> None
         await served.stub.GetSchema(pb.GetSchemaRequest(ids=["hr/nope"]), metadata=auth)
     with pytest.raises(grpc.aio.AioRpcError):
         await served.stub.Search(request)  # no key
-    text = served.scrape()
+    text = await served.scrape_after(4)
+    assert _sample(text, "capreg_requests_total{") == 4
     assert _sample(text, 'capreg_requests_total{code="OK",rpc="Search"}') == 2
     assert _sample(text, 'capreg_requests_total{code="NOT_FOUND",rpc="GetSchema"}') == 1
     assert _sample(text, 'capreg_requests_total{code="UNAUTHENTICATED",rpc="Search"}') == 1
