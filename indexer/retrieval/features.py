@@ -42,6 +42,7 @@ class FeatureGroup(StrEnum):
     IDENTIFIERS = "identifiers"
     CATALOG = "catalog"
     LINKS = "links"
+    INTENTS = "intents"
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("catalog_share_of_top", FeatureGroup.CATALOG),
     Feature("takes_top_output", FeatureGroup.LINKS),
     Feature("shares_top_inputs", FeatureGroup.LINKS),
+    Feature("intent_gap_to_best", FeatureGroup.INTENTS),
+    Feature("intent_top_share", FeatureGroup.INTENTS),
 )
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 
@@ -89,6 +92,8 @@ class StageScores:
     None where that retriever is off."""
 
     blend: NDArray[np.float32]
+    # The blend per intent (the whole request, then each clause).
+    blend_per_intent: NDArray[np.float32]
     dense: NDArray[np.float32]
     dense_scaled: NDArray[np.float32]
     lexical_scaled: NDArray[np.float32] | None
@@ -171,6 +176,7 @@ def candidate_features(
     top = codes[:NEIGHBOURS]
     out[:, column["catalog_share_of_top"]] = (codes[:, None] == top[None, :]).sum(axis=1) / len(top)
     _link_features(out, column, codes, facts)
+    _intent_features(out, column, scores.blend_per_intent, shortlist)
     # Trees split at thresholds between the training values: rounded to a fixed grid, a
     # feature never lands on a threshold, so float noise between the exact and the IVF path
     # (means from moments, last bits) cannot send a candidate down another branch.
@@ -199,3 +205,23 @@ def _link_features(
             shared = max(shared, len(own & inputs[j]) / len(own))
         out[i, column["takes_top_output"]] = taken
         out[i, column["shares_top_inputs"]] = shared
+
+
+def _intent_features(
+    out: NDArray[np.float32],
+    column: dict[str, int],
+    per_intent: NDArray[np.float32],
+    shortlist: NDArray[np.int64],
+) -> None:
+    """How close a candidate comes to the best of some clause, and for how many clauses it
+    is the best: a request that asks for several things needs each clause's tool, however
+    the whole request scores it. A request of one clause is its own only intent."""
+    clauses = per_intent[1:] if len(per_intent) > 1 else per_intent
+    best = clauses.max(axis=1, keepdims=True)
+    gaps = clauses[:, shortlist] - best
+    out[:, column["intent_gap_to_best"]] = gaps.max(axis=0)
+    # argmax takes the first maximum: the clause's top as `fusion.rank_intents` names it.
+    tops = np.argmax(clauses, axis=1)
+    out[:, column["intent_top_share"]] = (shortlist[:, None] == tops[None, :]).sum(axis=1) / len(
+        clauses
+    )

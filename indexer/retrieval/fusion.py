@@ -116,6 +116,8 @@ class Ranking:
     # Per intent (the whole request, or each clause when it has several): index of its best
     # candidate.
     intent_tops: tuple[int, ...]
+    # The blend per intent (rows: the whole request, then each clause) over the candidates.
+    per_intent: NDArray[np.float32]
 
 
 def rank_intents(intents: list[IntentScores]) -> Ranking:
@@ -126,4 +128,6 @@ def rank_intents(intents: list[IntentScores]) -> Ranking:
     clauses = per_intent[1:] if len(per_intent) > 1 else per_intent
     # argmax takes the first maximum: candidates are in row (id) order, so ties go by id.
     tops = [int(np.argmax(scores)) for scores in clauses] if per_intent.shape[1] else []
-    return Ranking(best.astype(np.float32), tuple(dict.fromkeys(tops)))
+    return Ranking(
+        best.astype(np.float32), tuple(dict.fromkeys(tops)), per_intent.astype(np.float32)
+    )

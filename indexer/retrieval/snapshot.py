@@ -501,6 +501,7 @@ class ToolIndex:
             named=named,
             scores=StageScores(
                 blend=ranking.scores,
+                blend_per_intent=ranking.per_intent,
                 dense=dense,
                 dense_scaled=np.vstack(dense_scaled),
                 lexical_scaled=np.vstack(lexical_scaled) if lexical else None,
