@@ -92,8 +92,10 @@ class StageScores:
     None where that retriever is off."""
 
     blend: NDArray[np.float32]
-    # The blend per intent (the whole request, then each clause).
-    blend_per_intent: NDArray[np.float32]
+    # The blend per clause (the whole request's alone when it has none), and each clause's
+    # best candidate: `fusion.Ranking`.
+    clause_blend: NDArray[np.float32]
+    clause_tops: NDArray[np.int64]
     dense: NDArray[np.float32]
     dense_scaled: NDArray[np.float32]
     lexical_scaled: NDArray[np.float32] | None
@@ -176,7 +178,7 @@ def candidate_features(
     top = codes[:NEIGHBOURS]
     out[:, column["catalog_share_of_top"]] = (codes[:, None] == top[None, :]).sum(axis=1) / len(top)
     _link_features(out, column, codes, facts)
-    _intent_features(out, column, scores.blend_per_intent, shortlist)
+    _intent_features(out, column, scores, shortlist)
     # Trees split at thresholds between the training values: rounded to a fixed grid, a
     # feature never lands on a threshold, so float noise between the exact and the IVF path
     # (means from moments, last bits) cannot send a candidate down another branch.
@@ -210,18 +212,15 @@ def _link_features(
 def _intent_features(
     out: NDArray[np.float32],
     column: dict[str, int],
-    per_intent: NDArray[np.float32],
+    scores: StageScores,
     shortlist: NDArray[np.int64],
 ) -> None:
     """How close a candidate comes to the best of some clause, and for how many clauses it
     is the best: a request that asks for several things needs each clause's tool, however
     the whole request scores it. A request of one clause is its own only intent."""
-    clauses = per_intent[1:] if len(per_intent) > 1 else per_intent
-    best = clauses.max(axis=1, keepdims=True)
-    gaps = clauses[:, shortlist] - best
+    clauses, tops = scores.clause_blend, scores.clause_tops
+    best = clauses[np.arange(len(tops)), tops]
+    gaps = clauses[:, shortlist] - best[:, None]
     out[:, column["intent_gap_to_best"]] = gaps.max(axis=0)
-    # argmax takes the first maximum: the clause's top as `fusion.rank_intents` names it.
-    tops = np.argmax(clauses, axis=1)
-    out[:, column["intent_top_share"]] = (shortlist[:, None] == tops[None, :]).sum(axis=1) / len(
-        clauses
-    )
+    wins = (shortlist[:, None] == tops[None, :]).sum(axis=1)
+    out[:, column["intent_top_share"]] = wins / len(tops)

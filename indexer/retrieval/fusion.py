@@ -113,21 +113,23 @@ class Ranking:
     """Blended scores of every candidate row, and the candidates each intent ranks first."""
 
     scores: NDArray[np.float32]
-    # Per intent (the whole request, or each clause when it has several): index of its best
-    # candidate.
-    intent_tops: tuple[int, ...]
-    # The blend per intent (rows: the whole request, then each clause) over the candidates.
-    per_intent: NDArray[np.float32]
+    # The blend per clause over the candidates (one row, the whole request's, when it has no
+    # clauses), and each row's best candidate (argmax: the first maximum, so ties go by id).
+    clauses: NDArray[np.float32]
+    clause_tops: NDArray[np.int64]
+
+    @property
+    def intent_tops(self) -> tuple[int, ...]:
+        """Each intent's best candidate, once each, in clause order."""
+        return tuple(dict.fromkeys(self.clause_tops.tolist()))
 
 
 def rank_intents(intents: list[IntentScores]) -> Ranking:
     """A candidate's score is its best blend over all intents (`intents[0]` is the whole
     request, the rest its clauses)."""
-    per_intent = np.vstack([intent.blended() for intent in intents])
+    per_intent = np.vstack([intent.blended() for intent in intents]).astype(np.float32)
     best = per_intent.max(axis=0)
     clauses = per_intent[1:] if len(per_intent) > 1 else per_intent
-    # argmax takes the first maximum: candidates are in row (id) order, so ties go by id.
-    tops = [int(np.argmax(scores)) for scores in clauses] if per_intent.shape[1] else []
-    return Ranking(
-        best.astype(np.float32), tuple(dict.fromkeys(tops)), per_intent.astype(np.float32)
-    )
+    # Candidates are in row (id) order; argmax takes the first maximum.
+    tops = np.argmax(clauses, axis=1) if per_intent.shape[1] else np.zeros(0, dtype=np.int64)
+    return Ranking(best, clauses, tops.astype(np.int64))

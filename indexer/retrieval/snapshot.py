@@ -501,7 +501,8 @@ class ToolIndex:
             named=named,
             scores=StageScores(
                 blend=ranking.scores,
-                blend_per_intent=ranking.per_intent,
+                clause_blend=ranking.clauses,
+                clause_tops=ranking.clause_tops,
                 dense=dense,
                 dense_scaled=np.vstack(dense_scaled),
                 lexical_scaled=np.vstack(lexical_scaled) if lexical else None,

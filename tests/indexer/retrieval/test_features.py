@@ -10,14 +10,17 @@ from indexer.retrieval.features import (
     StageScores,
     candidate_features,
 )
+from indexer.retrieval.fusion import IntentScores, rank_intents
 
 
 def _features(per_intent: list[list[float]], shortlist: list[int]) -> dict[str, list[float]]:
     blend = np.asarray(per_intent, dtype=np.float32)
     n = blend.shape[1]
+    ranking = rank_intents([IntentScores(dense=row, lexical=None, catalog=None) for row in blend])
     scores = StageScores(
-        blend=blend.max(axis=0),
-        blend_per_intent=blend,
+        blend=ranking.scores,
+        clause_blend=ranking.clauses,
+        clause_tops=ranking.clause_tops,
         dense=blend,
         dense_scaled=blend,
         lexical_scaled=None,
