@@ -20,7 +20,7 @@ from indexer.retrieval.features import FeatureGroup, columns_of
 from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.evaluate import DEFAULT_WORKDIR
-from registry.training import ALL_COLUMNS, collect
+from registry.training import ALL_COLUMNS, train
 
 
 def main() -> None:
@@ -32,10 +32,9 @@ def main() -> None:
     one_thread_per_search()
     datasets = Path(args.datasets) if args.datasets else None
     embedder = load_embedder()
-    tuning = {
-        name: collect(name, embedder, datasets=datasets, workdir=args.workdir)
-        for name in TUNING_SETS
-    }
+    # Each set's shortlists as training makes them: mapped by the query adapter fitted on
+    # the other two sets.
+    tuning = train(embedder, datasets=datasets, workdir=args.workdir).tuning
     variants = {"all features": list(ALL_COLUMNS)}
     for group in FeatureGroup:
         variants[f"without {group.value}"] = [

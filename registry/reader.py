@@ -16,6 +16,7 @@ from functools import cached_property
 from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
 from indexer.formats.lint import discovery_warnings
 from indexer.model import Catalog, Workflow
+from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
 from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
@@ -270,6 +271,21 @@ class Reader:
         self._queries = queries
         self._weak_score = weak_score
         self._learned = learned
+        self._adapter = learned.adapter if learned is not None else None
+        embedder = queries.embedder
+        if self._adapter is not None and not self._adapter.fits(
+            embedder.model_id, embedder.dimension
+        ):
+            # A map fitted in another model's space would move requests somewhere arbitrary.
+            logger.warning(
+                "the learned stage's query adapter was fitted for %s (dimension %d), not %s "
+                "(dimension %d); requests are ranked without it",
+                self._adapter.model,
+                self._adapter.dimension,
+                embedder.model_id,
+                embedder.dimension,
+            )
+            self._adapter = None
         self._snapshot: Snapshot | None = None
         # While set, data calls are refused with what it says (an initial sync is running).
         self._held: Callable[[], str] | None = None
@@ -279,6 +295,11 @@ class Reader:
         self._results: TTLCache[SearchCacheKey, SearchOutcome] = TTLCache(
             max_entries=result_cache_size, ttl_seconds=result_cache_ttl
         )
+
+    @property
+    def query_adapter(self) -> QueryAdapter | None:
+        """The learned stage's query adapter, when it fits the embedder's space."""
+        return self._adapter
 
     def publish(self, snapshot: Snapshot) -> None:
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
@@ -413,16 +434,20 @@ class Reader:
             return hits, not hits or hits[0].score < self._weak_score
         levers = ABLATIONS.get(retriever, ALL_LEVERS)
         clauses = split_intents(text) if levers.intents else []
+        vectors = self._queries.request_vectors(text, clauses, joint=levers.joint_clauses)
+        learned = self._learned if levers.learned else None
+        if learned is not None and self._adapter is not None:
+            vectors = self._adapter.apply(vectors)
         answer = index.rank_hybrid(
             [text, *clauses],
-            self._queries.request_vectors(text, clauses, joint=levers.joint_clauses),
+            vectors,
             limit,
             # A caller who names no limit gets the registry's confident set (<= 5).
             confident_only=request.limit == 0 and levers.cut,
             levers=levers,
             catalogs=wanted,
             visible=visible,
-            learned=self._learned if levers.learned else None,
+            learned=learned,
             tools=tools,
         )
         hits = answer.hits

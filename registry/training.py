@@ -12,13 +12,14 @@ left out, which is what weak_match must recognise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from indexer.embedding import Embedder
+from indexer.evaluation.adapting import PENALTY, AdapterSet, dense_metrics, fit_adapter
 from indexer.evaluation.datasets import TUNING_SETS, load_dataset
 from indexer.evaluation.learning import (
     OperatingPoint,
@@ -29,6 +30,7 @@ from indexer.evaluation.learning import (
     offline_metrics,
     ordered,
 )
+from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of
 from indexer.retrieval.fusion import split_intents
 from indexer.retrieval.learned import LearnedStage, best_cosine, dumps
@@ -50,42 +52,72 @@ REPORT_SETS = (
 ALL_COLUMNS = tuple(range(len(FEATURES)))
 
 
-def collect(
-    name: str,
-    embedder: Embedder,
-    *,
-    datasets: Path | None = None,
-    workdir: Path = DEFAULT_WORKDIR,
-    unanswerable: bool = True,
-) -> list[Shortlisted]:
-    """Every answerable request of `name` (and its unanswerable copy) as the first stage
-    shortlists it."""
-    dataset = load_dataset(name, datasets)
-    queries = [q for q in dataset.queries if q.relevant and not q.steps]
-    store = SqliteStore(workdir / f"{name.split(':')[0]}.db")
-    try:
-        settings = SearchSettings(
-            result_cache_size=0,
-            learned_stage=None,
-            query_cache_size=max(4_096, 2 * len(queries)),
+class Corpus:
+    """One labeled set registered in an in-process registry (the one `capreg eval` uses),
+    without result cache or learned stage: what the tuning reads from it."""
+
+    def __init__(
+        self,
+        name: str,
+        embedder: Embedder,
+        *,
+        datasets: Path | None = None,
+        workdir: Path = DEFAULT_WORKDIR,
+    ) -> None:
+        dataset = load_dataset(name, datasets)
+        self.name = name
+        self.queries = [q for q in dataset.queries if q.relevant and not q.steps]
+        self._one_catalog = len(dataset.catalogs) == 1
+        self._store = SqliteStore(workdir / f"{name.split(':')[0]}.db")
+        try:
+            settings = SearchSettings(
+                result_cache_size=0,
+                learned_stage=None,
+                query_cache_size=max(4_096, 2 * len(self.queries)),
+            )
+            self._registry = Registry(self._store, embedder, settings=settings)
+            self._registry.load()
+            load_catalogs(self._registry, dataset.catalogs)
+            self._registry.queries.warm([q.query for q in self.queries])
+        except BaseException:
+            self._store.close()
+            raise
+
+    def close(self) -> None:
+        self._store.close()
+
+    def adapter_set(self) -> AdapterSet:
+        """Each request's own vector, the corpus's tool vectors and the gold rows."""
+        index = self._registry.reader.snapshot.index
+        row = {entry.id: i for i, entry in enumerate(index.entries)}
+        texts = [q.query.strip() for q in self.queries]
+        return AdapterSet(
+            name=self.name,
+            requests=np.stack(self._registry.queries.embed_many(texts)),
+            tools=np.asarray(index.vectors.matrix, dtype=np.float32),
+            gold=tuple(tuple(sorted(row[i] for i in q.relevant if i in row)) for q in self.queries),
         )
-        registry = Registry(store, embedder, settings=settings)
-        registry.load()
-        load_catalogs(registry, dataset.catalogs)
-        registry.queries.warm([q.query for q in queries])
+
+    def shortlists(
+        self, adapter: QueryAdapter | None = None, *, unanswerable: bool = True
+    ) -> list[Shortlisted]:
+        """Every answerable request (and its unanswerable copy) as the first stage
+        shortlists it, its vectors mapped by `adapter` as serving maps them."""
+        registry = self._registry
         index = registry.reader.snapshot.index
         catalog_of = np.asarray([e.tool.catalog for e in index.entries])
-        one_catalog = len(dataset.catalogs) == 1
         items: list[Shortlisted] = []
-        for query in queries:
+        for query in self.queries:
             text = query.query.strip()
             texts = [text, *split_intents(text)]
             vectors = registry.queries.request_vectors(text, texts[1:])
+            if adapter is not None:
+                vectors = adapter.apply(vectors)
             variants: list[tuple[bool, NDArray[np.bool_] | None]] = [(True, None)]
             # With one catalog there is nothing to leave out: removing only the gold tools
             # leaves near-twins that do answer (MetaTool's tools overlap in purpose), which
             # would teach weak_match to flag answerable requests.
-            if unanswerable and not one_catalog:
+            if unanswerable and not self._one_catalog:
                 gold = {i.partition("/")[0] for i in query.relevant}
                 variants.append((False, np.isin(catalog_of, sorted(gold))))
             for answerable, absent_rows in variants:
@@ -95,7 +127,7 @@ def collect(
                 assert answer.features is not None
                 items.append(
                     Shortlisted(
-                        dataset=name,
+                        dataset=self.name,
                         query_id=query.id,
                         ids=answer.shortlist,
                         features=answer.features,
@@ -105,8 +137,24 @@ def collect(
                     )
                 )
         return items
+
+
+def collect(
+    name: str,
+    embedder: Embedder,
+    *,
+    adapter: QueryAdapter | None = None,
+    datasets: Path | None = None,
+    workdir: Path = DEFAULT_WORKDIR,
+    unanswerable: bool = True,
+) -> list[Shortlisted]:
+    """Every answerable request of `name` (and its unanswerable copy) as the first stage
+    shortlists it, with `adapter` applied to its vectors."""
+    corpus = Corpus(name, embedder, datasets=datasets, workdir=workdir)
+    try:
+        return corpus.shortlists(adapter, unanswerable=unanswerable)
     finally:
-        store.close()
+        corpus.close()
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -114,19 +162,52 @@ class Training:
     stage: LearnedStage
     point: OperatingPoint
     curve: list[OperatingPoint]
+    # Shortlists of each tuning set, its vectors mapped by the adapter fitted without it.
     tuning: dict[str, list[Shortlisted]]
+    # Dense retrieval alone on each tuning set, raw and with the adapter fitted on the
+    # other sets (P@1, R@5): what the adapter does for a corpus it has not seen.
+    adapter_check: dict[str, tuple[dict[str, float], dict[str, float]]]
+    # The same shortlists without any adapter (only with `raw`, for the ablation).
+    raw_tuning: dict[str, list[Shortlisted]] | None = None
 
 
 def train(
-    embedder: Embedder, *, datasets: Path | None = None, workdir: Path = DEFAULT_WORKDIR
+    embedder: Embedder,
+    *,
+    datasets: Path | None = None,
+    workdir: Path = DEFAULT_WORKDIR,
+    raw: bool = False,
 ) -> Training:
-    """The learned stage fitted on TUNING_SETS (all features)."""
-    tuning = {
-        name: collect(name, embedder, datasets=datasets, workdir=workdir) for name in TUNING_SETS
-    }
+    """The learned stage fitted on TUNING_SETS (all features): the query adapter on every
+    tuning set, and the ranker and weak_match on shortlists cross-fitted for it (each set's
+    requests mapped by an adapter fitted on the other sets, so the ranker learns how far an
+    adapted cosine can be trusted on a corpus the adapter has not seen)."""
+    corpora: dict[str, Corpus] = {}
+    try:
+        for name in TUNING_SETS:
+            corpora[name] = Corpus(name, embedder, datasets=datasets, workdir=workdir)
+        sets = {name: corpus.adapter_set() for name, corpus in corpora.items()}
+        adapter = fit_adapter(list(sets.values()), embedder.model_id)
+        tuning: dict[str, list[Shortlisted]] = {}
+        check: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
+        for name, corpus in corpora.items():
+            without = fit_adapter([sets[o] for o in TUNING_SETS if o != name], embedder.model_id)
+            check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
+            tuning[name] = corpus.shortlists(without)
+        raw_tuning = {n: c.shortlists(None) for n, c in corpora.items()} if raw else None
+    finally:
+        for corpus in corpora.values():
+            corpus.close()
     items = [item for name in TUNING_SETS for item in tuning[name]]
     stage, point, curve = fit_stage(items, ALL_COLUMNS)
-    return Training(stage=stage, point=point, curve=curve, tuning=tuning)
+    return Training(
+        stage=replace(stage, adapter=adapter),
+        point=point,
+        curve=curve,
+        tuning=tuning,
+        adapter_check=check,
+        raw_tuning=raw_tuning,
+    )
 
 
 # A refit on other inputs must still rank like the committed stage. Other inputs come from
@@ -230,7 +311,24 @@ def training_report(result: Training, command: str) -> str:
     lines += [
         "",
         "Tuning-split figures are fitted figures: they show the fit, not quality (see "
-        "docs/results/learned-ablation.md and summary.md for held-out figures).",
+        "docs/results/learned-ablation.md and summary.md for held-out figures). Each set's "
+        "shortlists were made with the query adapter fitted on the other two sets.",
+        "",
+        "## The query adapter on a corpus it has not seen",
+        "",
+        "Dense retrieval alone on each tuning set, raw and with the adapter fitted on the "
+        "other two tuning sets (penalty "
+        f"{PENALTY}); the committed adapter is fitted on all three. P@1 / R@5 in percent.",
+        "",
+        "| tuning set left out | dense | dense, adapted |",
+        "| --- | --- | --- |",
+    ]
+    for name, (before, after) in result.adapter_check.items():
+        lines.append(
+            f"| {name} | {before['precision@1']:.2f} / {before['recall@5']:.2f} | "
+            f"{after['precision@1']:.2f} / {after['recall@5']:.2f} |"
+        )
+    lines += [
         "",
         "## weak_match: flag rates on the tuning splits",
         "",
@@ -260,18 +358,29 @@ def ablation_report(
     tuning: Sequence[Shortlisted],
     held_out: dict[str, list[Shortlisted]],
     command: str,
+    *,
+    raw_tuning: Sequence[Shortlisted] = (),
+    raw_held_out: dict[str, list[Shortlisted]] | None = None,
 ) -> str:
     """docs/results/learned-ablation.md: held-out P@1 and R@5 of the blend, the committed
-    stage, and the stage retrained without each feature group; and weak_match's flag rates
-    on held-out requests."""
-    variants: list[tuple[str, LearnedStage | None]] = [("fixed blend (fallback)", None)]
-    variants.append(("learned, all features (committed)", stage))
+    stage, and the stage retrained without each feature group; with `raw_*` (shortlists
+    made without the query adapter) also the blend and the stage without the adapter; and
+    weak_match's flag rates on held-out requests."""
+    # (label, ranker or None for the blend's order, shortlists it is scored on)
+    variants: list[tuple[str, LearnedStage | None, dict[str, list[Shortlisted]]]] = []
+    if raw_held_out is not None:
+        variants.append(("fixed blend (fallback: no model file)", None, raw_held_out))
+        without = LearnedStage(fit_ranker(raw_tuning, ALL_COLUMNS), ALL_COLUMNS, None)
+        variants.append(("learned without the query adapter", without, raw_held_out))
+    variants.append(("fixed blend over adapted vectors", None, held_out))
+    variants.append(("learned, all features (committed)", stage, held_out))
     for group in FeatureGroup:
         columns = [c for c in ALL_COLUMNS if c not in columns_of([group])]
         variants.append(
             (
                 f"learned without {group}",
                 LearnedStage(fit_ranker(tuning, columns), tuple(columns), None),
+                held_out,
             )
         )
     names = list(held_out)
@@ -285,10 +394,10 @@ def ablation_report(
         "| variant | " + " | ".join(names) + " |",
         "| --- |" + " --- |" * len(names),
     ]
-    for label, variant in variants:
+    for label, variant, shortlists in variants:
         cells = []
         for name in names:
-            metrics = offline_metrics(held_out[name], variant.score if variant else None)
+            metrics = offline_metrics(shortlists[name], variant.score if variant else None)
             cells.append(f"{_pct(metrics['precision@1'])} / {_pct(metrics['recall@5'])}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += [

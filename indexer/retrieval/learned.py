@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.features import FEATURE_NAMES
 
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2
 MODEL_FILE = Path(__file__).with_name("learned_stage.json")
 
 # What the weak-match classifier reads about a ranked answer (see confidence_features). Only
@@ -267,8 +268,9 @@ def confidence_features(
 
 @dataclass(frozen=True, eq=False)
 class LearnedStage:
-    """The committed ranker (over FEATURE_NAMES, possibly a subset of columns) and the
-    weak-match classifier."""
+    """The committed ranker (over FEATURE_NAMES, possibly a subset of columns), the
+    weak-match classifier and the query adapter the ranker's dense features were computed
+    with."""
 
     ranker: TreeEnsemble
     columns: tuple[int, ...]
@@ -276,6 +278,7 @@ class LearnedStage:
     # SHA-256 of the tuning shortlists it was fitted on (`inputs_digest`): tells a refit on
     # other inputs from a refit on the same ones.
     inputs: str = ""
+    adapter: QueryAdapter | None = None
 
     def score(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
         return self.ranker.predict(features[:, list(self.columns)])
@@ -298,6 +301,7 @@ class LearnedStage:
             "ranker": self.ranker.to_json(),
             "weak_match": self.weak.to_json() if self.weak is not None else None,
             "inputs": self.inputs,
+            "query_adapter": self.adapter.to_json() if self.adapter is not None else None,
         }
 
     @classmethod
@@ -309,11 +313,13 @@ class LearnedStage:
         if unknown:
             raise ModelFileError(f"the model reads unknown features: {', '.join(unknown)}")
         weak = data.get("weak_match")
+        adapter = data.get("query_adapter")
         return cls(
             TreeEnsemble.from_json(data["ranker"]),
             tuple(_COLUMN[n] for n in names),
             WeakMatch.from_json(weak) if weak else None,
             str(data.get("inputs", "")),
+            QueryAdapter.from_json(adapter) if adapter else None,
         )
 
 

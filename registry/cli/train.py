@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.embedding import load_embedder
+from indexer.evaluation.learning import Shortlisted
 from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.cli.errors import CommandError
@@ -17,8 +18,8 @@ from registry.cli.serve import add_embedder_option, model_cache
 from registry.evaluate import DEFAULT_WORKDIR
 from registry.training import (
     REPORT_SETS,
+    Corpus,
     ablation_report,
-    collect,
     compare_with_committed,
     train,
     training_report,
@@ -35,7 +36,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         embedder = load_embedder(
             Path(args.model) if args.model else None, args.embedder, cache_dir=model_cache()
         )
-        result = train(embedder, datasets=datasets, workdir=workdir)
+        result = train(embedder, datasets=datasets, workdir=workdir, raw=bool(args.ablation))
     except (ValueError, FileNotFoundError) as exc:
         raise CommandError(str(exc)) from exc
     output = Path(args.output)
@@ -55,11 +56,24 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"wrote {args.report}")
     if args.ablation:
         tuning = [item for items in result.tuning.values() for item in items]
-        held_out = {
-            name: collect(name, embedder, datasets=datasets, workdir=workdir)
-            for name in REPORT_SETS
-        }
-        text = ablation_report(result.stage, tuning, held_out, command)
+        raw_tuning = [item for items in (result.raw_tuning or {}).values() for item in items]
+        held_out: dict[str, list[Shortlisted]] = {}
+        raw_held_out: dict[str, list[Shortlisted]] = {}
+        for name in REPORT_SETS:
+            corpus = Corpus(name, embedder, datasets=datasets, workdir=workdir)
+            try:
+                held_out[name] = corpus.shortlists(result.stage.adapter)
+                raw_held_out[name] = corpus.shortlists(None)
+            finally:
+                corpus.close()
+        text = ablation_report(
+            result.stage,
+            tuning,
+            held_out,
+            command,
+            raw_tuning=raw_tuning,
+            raw_held_out=raw_held_out,
+        )
         Path(args.ablation).write_text(text, encoding="utf-8")
         print(f"wrote {args.ablation}")
     return 0

@@ -38,7 +38,9 @@ def test_serving_returns_the_order_training_scores_offline(
 ) -> None:
     stage = load_learned_stage(MODEL_FILE)
     assert stage is not None
-    items = collect("livemcpbench", model, datasets=DATASETS, workdir=eval_workdir)
+    items = collect(
+        "livemcpbench", model, adapter=stage.adapter, datasets=DATASETS, workdir=eval_workdir
+    )
     answerable = {i.query_id: i for i in items if i.answerable}
     dataset = load_dataset("livemcpbench", DATASETS)
     store = SqliteStore(eval_workdir / "livemcpbench.db")
