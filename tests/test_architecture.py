@@ -110,7 +110,9 @@ def third_party_importers(library: str) -> set[str]:
         ("faiss", {"indexer.retrieval.vector_index"}),
         ("sentence_transformers", {"indexer.embedding.torch"}),
         ("onnxruntime", {"indexer.embedding.onnx"}),
-        ("torch", {"indexer.embedding.onnx"}),  # the one-off ONNX export
+        # The one-off ONNX export, and the query adapter's fit (make train only: serving
+        # applies the fitted matrix with numpy).
+        ("torch", {"indexer.embedding.onnx", "indexer.evaluation.adapting"}),
         ("bm25s", {"indexer.retrieval.lexical"}),
         # The vendors' SDKs are test-only: the tool-search adapters emit plain payloads.
         ("anthropic", set()),

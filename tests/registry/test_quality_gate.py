@@ -5,9 +5,11 @@ indexer/evaluation/datasets.py): all of livemcpbench, the held-out part of stabl
 metatool-multi, the first 200 seal-tools test_out_domain queries and the first 2,000 of
 MetaTool's held-out part, through the same in-process search path the server uses, with the
 registry's default retriever (the learned stage included). Raise the floors when quality
-improves; never lower them to pass. Floors came down twice, on purpose: once for mean-max
-scaling (docs/results/ablation.md, hybrid-z), and once when the learned stage traded
-livemcpbench R@5 for P@1 on every held-out set (docs/results/learned-ablation.md).
+improves; never lower them to pass. Floors came down three times, on purpose: once for
+mean-max scaling (docs/results/ablation.md, hybrid-z), once when the learned stage traded
+livemcpbench R@5 for P@1 on every held-out set (docs/results/learned-ablation.md), and once
+when the query adapter traded 1 point of livemcpbench R@5 for P@1 there and on every other
+held-out set (decision 0057).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from tests.conftest import DATASETS
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
-    "seal-tools:test_out_domain": {"recall@5": 0.955, "f1@returned": 0.87},
-    "livemcpbench": {"recall@5": 0.385, "precision@1": 0.375},
-    "stabletoolbench": {"recall@5": 0.75, "f1@returned": 0.58},
-    "metatool": {"precision@1": 0.28, "recall@5": 0.61},
-    "metatool-multi": {"recall@5": 0.675, "f1@returned": 0.41},
+    "seal-tools:test_out_domain": {"recall@5": 0.96, "f1@returned": 0.875},
+    "livemcpbench": {"recall@5": 0.38, "precision@1": 0.395},
+    "stabletoolbench": {"recall@5": 0.765, "f1@returned": 0.58},
+    "metatool": {"precision@1": 0.55, "recall@5": 0.88},
+    "metatool-multi": {"recall@5": 0.85, "f1@returned": 0.51},
 }
 # How many queries of each set (0: all of them).
 SUBSET = {
