@@ -81,12 +81,14 @@ def ordered(
     item: Shortlisted, scores: NDArray[np.float64] | None
 ) -> tuple[list[int], NDArray[np.float64]]:
     """The shortlist's final order (positions) and scores: named entries first, then by
-    `scores` (None: the first stage's own order), ties by first-stage position."""
+    `scores` (None: the first stage's own order), ties by id (as served: docs/api.md)."""
     n = len(item.ids)
     if scores is None:
         scores = -np.arange(n, dtype=np.float64)
+    by_id = np.empty(n, dtype=np.int64)
+    by_id[sorted(range(n), key=item.ids.__getitem__)] = np.arange(n)
     rest = np.arange(item.front, n)
-    rest = rest[np.lexsort((rest, -scores[rest]))]
+    rest = rest[np.lexsort((by_id[rest], -scores[rest]))]
     return [*range(item.front), *rest.tolist()], scores
 
 

@@ -22,6 +22,10 @@ from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.features import FEATURE_NAMES
 
 MODEL_FORMAT = 2
+# Formats this code serves: 1 is the same model without a query adapter.
+READABLE_FORMATS = (1, MODEL_FORMAT)
+# Small against any two distinct sums of leaf values, large against float noise.
+TIE_BREAK = 1e-6
 MODEL_FILE = Path(__file__).with_name("learned_stage.json")
 
 # What the weak-match classifier reads about a ranked answer (see confidence_features). Only
@@ -281,7 +285,11 @@ class LearnedStage:
     adapter: QueryAdapter | None = None
 
     def score(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
-        return self.ranker.predict(features[:, list(self.columns)])
+        """The ranker's score, plus the blend's score times TIE_BREAK: trees give equal
+        scores to candidates that fall in the same leaves, and the blend orders those
+        (an answer is ordered by its scores, ties by id: docs/api.md)."""
+        learned = self.ranker.predict(features[:, list(self.columns)])
+        return learned + TIE_BREAK * features[:, _COLUMN["blend_score"]].astype(np.float64)
 
     def is_weak(self, learned: NDArray[np.float64], features: NDArray[np.float32]) -> bool | None:
         """Whether the answer is weak, or None without a weak-match model."""
@@ -306,8 +314,9 @@ class LearnedStage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LearnedStage:
-        if data.get("format") != MODEL_FORMAT:
-            raise ModelFileError(f"model format {data.get('format')!r}, expected {MODEL_FORMAT}")
+        if data.get("format") not in READABLE_FORMATS:
+            expected = " or ".join(map(str, READABLE_FORMATS))
+            raise ModelFileError(f"model format {data.get('format')!r}, expected {expected}")
         names = list(data["features"])
         unknown = [n for n in names if n not in _COLUMN]
         if unknown:

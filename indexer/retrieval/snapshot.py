@@ -402,17 +402,17 @@ class ToolIndex:
             scores = ranking.scores[shortlist].astype(np.float64)
         else:
             scores = learned.score(features)
-        # Named tools keep their place in front; the rest go by the learned score (ties by
-        # the blend's order).
+        # Named tools keep their place in front; the rest go by the learned score, ties by id
+        # (candidates are in id order), so an answer's order is its scores' order.
         rest = np.arange(len(front), len(shortlist), dtype=np.int64)
-        rest = rest[np.lexsort((rest, -scores[rest]))]
+        rest = rest[np.lexsort((shortlist[rest], -scores[rest]))]
         final = ordered = np.concatenate((np.arange(len(front), dtype=np.int64), rest))
         if confident_only:
             tops = [int(rest[0])] if len(rest) else []
             if len(texts) > 1:  # each clause's best by the blend
                 where = {int(p): i for i, p in enumerate(shortlist.tolist())}
                 tops += [where[int(t)] for t in ranking.intent_tops]
-            tops = sorted(set(tops), key=lambda i: (-scores[i], i))
+            tops = sorted(set(tops), key=lambda i: (-scores[i], int(shortlist[i])))
             final = np.asarray(list(dict.fromkeys([*range(len(front)), *tops])), dtype=np.int64)
         # The answer's confidence reads the whole shortlist in its final order.
         weak = learned.is_weak(scores[ordered], features[ordered]) if learned is not None else None
