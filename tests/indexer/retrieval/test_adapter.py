@@ -169,3 +169,15 @@ def test_serving_drops_an_adapter_fitted_for_another_model(
         assert registry.reader.query_adapter is None
     finally:
         store.close()
+
+
+def test_a_model_file_from_before_the_adapter_is_served_without_one(tmp_path: Path) -> None:
+    stage = LearnedStage(fit_ranker(_synthetic(6), [0, 1], rounds=3), (0, 1), None)
+    document = json.loads(dumps(stage))
+    document["format"] = 1
+    del document["query_adapter"]
+    path = tmp_path / "stage.json"
+    path.write_text(json.dumps(document))
+    loaded = load_learned_stage(path)
+    assert loaded is not None
+    assert loaded.adapter is None

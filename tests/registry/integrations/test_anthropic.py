@@ -29,7 +29,7 @@ from tests.registry.integrations.conftest import ScopedRegistry
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TICKET = "open a support ticket for a customer"
 # Nothing in the sample catalogs bakes bread: the registry flags the answer as weak.
-OFF_TOPIC = "bake a sourdough loaf and feed the starter overnight"
+OFF_TOPIC = "bake a chocolate cake"
 
 
 def tool_use(query: object, use_id: str = "toolu_01") -> ToolUseBlock:

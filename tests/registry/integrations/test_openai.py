@@ -28,7 +28,7 @@ from tests.registry.integrations.conftest import ScopedRegistry
 
 TICKET = "open a support ticket for a customer"
 # Nothing in the sample catalogs bakes bread: the registry flags the answer as weak.
-OFF_TOPIC = "bake a sourdough loaf and feed the starter overnight"
+OFF_TOPIC = "bake a chocolate cake"
 
 
 def search_call(arguments: object, call_id: str = "call_01") -> ResponseToolSearchCall:
