@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.evaluation.metrics import evaluate
 from indexer.retrieval.adapter import QueryAdapter, base_model
 
 PENALTY = 0.03
@@ -96,23 +97,20 @@ def dense_metrics(
     s: AdapterSet, adapter: QueryAdapter | None, ks: Sequence[int] = (1, 5)
 ) -> dict[str, float]:
     """Dense retrieval alone over the set's corpus, with or without the adapter: P@1 and
-    R@k in percent over requests with a gold tool."""
+    R@k in percent over requests with a gold tool (scored by `metrics.evaluate`)."""
     keep = [i for i, rows in enumerate(s.gold) if rows]
     vectors = [s.requests[i] for i in keep]
     if adapter is not None:
         vectors = adapter.apply(vectors)
     scores = np.stack(vectors) @ s.tools.T
     order = np.argsort(-scores, axis=1, kind="stable")[:, : max(ks)]
-    out: dict[str, float] = {}
-    hits_at_1 = [order[r, 0] in s.gold[i] for r, i in enumerate(keep)]
-    out["precision@1"] = 100.0 * float(np.mean(hits_at_1))
-    for k in ks:
-        recall = [
-            len(set(order[r, :k].tolist()) & set(s.gold[i])) / len(s.gold[i])
-            for r, i in enumerate(keep)
-        ]
-        out[f"recall@{k}"] = 100.0 * float(np.mean(recall))
-    return out
+    judged = []
+    for r, i in enumerate(keep):
+        ranked = [str(row) for row in order[r].tolist()]
+        judged.append((ranked, frozenset(str(row) for row in s.gold[i]), ranked))
+    metrics = evaluate(judged, ks)
+    wanted = ["precision@1", *(f"recall@{k}" for k in ks)]
+    return {name: 100.0 * metrics[name] for name in wanted}
 
 
 __all__ = ["PENALTY", "AdapterSet", "dense_metrics", "fit_adapter"]
