@@ -6,7 +6,9 @@ Shortlists are collected by registering each set in an in-process registry (the 
 `capreg eval` uses) and asking the snapshot for the first stage's shortlist and features, so
 the ranker learns from exactly what serving computes. Each answerable request also gets an
 unanswerable copy on sets of many catalogs: the same request with its gold tools' catalogs
-left out, which is what weak_match must recognise.
+left out, which is what weak_match must recognise. Leaving a catalog out does not make a
+request unanswerable when another catalog holds a tool of the same name (StableToolBench has
+many copies of one API under different names): those twins are left out with it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from indexer.evaluation.learning import (
     ordered,
 )
 from indexer.retrieval.adapter import QueryAdapter
-from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of
+from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of, words_of
 from indexer.retrieval.fusion import split_intents
 from indexer.retrieval.learned import LearnedStage, best_cosine, dumps
 from registry.config import SearchSettings
@@ -52,6 +54,26 @@ REPORT_SETS = (
 ALL_COLUMNS = tuple(range(len(FEATURES)))
 
 
+def name_key(name: str) -> str:
+    """A tool name's words, lower-case and sorted, camelCase and snake_case split:
+    `DownloadFile`, `download_file` and `Download File` share one key."""
+    return " ".join(sorted(words_of(name)))
+
+
+def left_out_rows(
+    catalogs: NDArray[np.str_], names: NDArray[np.str_], relevant: frozenset[str]
+) -> tuple[NDArray[np.bool_], bool]:
+    """The rows an unanswerable copy of a request leaves out (`catalogs` and `names` per row,
+    names as `name_key`s): every tool of its gold tools' catalogs, and every tool of another
+    catalog named like a gold tool (its twin would still answer). Also whether any twin was
+    left out."""
+    gold_catalogs = sorted({i.partition("/")[0] for i in relevant})
+    gold_names = sorted({name_key(i.partition("/")[2]) for i in relevant})
+    own = np.isin(catalogs, gold_catalogs)
+    twins = np.isin(names, gold_names) & ~own
+    return own | twins, bool(twins.any())
+
+
 class Corpus:
     """One labeled set registered in an in-process registry (the one `capreg eval` uses),
     without result cache or learned stage: what the tuning reads from it."""
@@ -68,6 +90,9 @@ class Corpus:
         self.name = name
         self.queries = [q for q in dataset.queries if q.relevant and not q.steps]
         self._one_catalog = len(dataset.catalogs) == 1
+        # Unanswerable copies made by the last `shortlists`, and how many of them also left
+        # out a twin of a gold tool from another catalog.
+        self.copies = self.copies_with_twins = 0
         self._store = SqliteStore(workdir / f"{name.split(':')[0]}.db")
         try:
             settings = SearchSettings(
@@ -106,7 +131,9 @@ class Corpus:
         registry = self._registry
         index = registry.reader.snapshot.index
         catalog_of = np.asarray([e.tool.catalog for e in index.entries])
+        name_of = np.asarray([name_key(e.tool.name) for e in index.entries])
         items: list[Shortlisted] = []
+        self.copies = self.copies_with_twins = 0
         for query in self.queries:
             text = query.query.strip()
             texts = [text, *split_intents(text)]
@@ -118,8 +145,10 @@ class Corpus:
             # leaves near-twins that do answer (MetaTool's tools overlap in purpose), which
             # would teach weak_match to flag answerable requests.
             if unanswerable and not self._one_catalog:
-                gold = {i.partition("/")[0] for i in query.relevant}
-                variants.append((False, np.isin(catalog_of, sorted(gold))))
+                absent, twins = left_out_rows(catalog_of, name_of, query.relevant)
+                variants.append((False, absent))
+                self.copies += 1
+                self.copies_with_twins += twins
             for answerable, absent_rows in variants:
                 answer = index.rank_hybrid(
                     texts, vectors, SHORTLIST, with_features=True, absent=absent_rows
@@ -167,6 +196,9 @@ class Training:
     # Dense retrieval alone on each tuning set, raw and with the adapter fitted on the
     # other sets (P@1, R@5): what the adapter does for a corpus it has not seen.
     adapter_check: dict[str, tuple[dict[str, float], dict[str, float]]]
+    # Per tuning set with unanswerable copies: how many copies, and how many of them also
+    # left out a same-named tool of another catalog.
+    copies: dict[str, tuple[int, int]]
     # The same shortlists without any adapter (only with `raw`, for the ablation).
     raw_tuning: dict[str, list[Shortlisted]] | None = None
 
@@ -190,10 +222,13 @@ def train(
         adapter = fit_adapter(list(sets.values()), embedder.model_id)
         tuning: dict[str, list[Shortlisted]] = {}
         check: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
+        copies: dict[str, tuple[int, int]] = {}
         for name, corpus in corpora.items():
             without = fit_adapter([sets[o] for o in TUNING_SETS if o != name], embedder.model_id)
             check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
             tuning[name] = corpus.shortlists(without)
+            if corpus.copies:
+                copies[name] = (corpus.copies, corpus.copies_with_twins)
         raw_tuning = {n: c.shortlists(None) for n, c in corpora.items()} if raw else None
     finally:
         for corpus in corpora.values():
@@ -206,6 +241,7 @@ def train(
         curve=curve,
         tuning=tuning,
         adapter_check=check,
+        copies=copies,
         raw_tuning=raw_tuning,
     )
 
@@ -289,6 +325,13 @@ def _pct(value: float) -> str:
     return f"{value * 100:.2f}"
 
 
+def _twins(copies: dict[str, tuple[int, int]]) -> str:
+    return "; ".join(
+        f"{name}: {twins} of {total} copies left such a twin out"
+        for name, (total, twins) in copies.items()
+    )
+
+
 def training_report(result: Training, command: str) -> str:
     """docs/results/training.md: what was fitted on what, and the weak-match curve."""
     lines = [
@@ -333,7 +376,8 @@ def training_report(result: Training, command: str) -> str:
         "## weak_match: flag rates on the tuning splits",
         "",
         "Unanswerable requests: each answerable request of a tuning set with many catalogs, "
-        "with its gold tools' catalogs left out; the classifier is fitted on those sets only "
+        "with its gold tools' catalogs left out, and every tool of another catalog named like "
+        f"a gold tool ({_twins(result.copies)}); the classifier is fitted on those sets only "
         "(answerable and unanswerable alike). Chosen operating point: at most 5% of "
         f"answerable requests flagged; answers whose best cosine is below "
         f"{result.stage.weak.cosine_floor if result.stage.weak else 0.0:.4f} (under which at "
