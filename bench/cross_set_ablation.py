@@ -8,34 +8,23 @@ worth dropping would raise P@1 and R@5 on every left-out set.
 
 from __future__ import annotations
 
-import argparse
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 from bench.tables import emit, left_out_table
-from indexer.embedding import load_embedder
+from bench.tuning import tuning_run
 from indexer.evaluation.datasets import TUNING_SETS
 from indexer.evaluation.learning import fit_ranker, offline_metrics
 from indexer.retrieval.features import FeatureGroup, columns_of
 from indexer.retrieval.learned import LearnedStage
-from indexer.retrieval.vector_index import one_thread_per_search
-from registry.evaluate import DEFAULT_WORKDIR
 from registry.training import ALL_COLUMNS, train
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"))
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    one_thread_per_search()
-    datasets = Path(args.datasets) if args.datasets else None
-    embedder = load_embedder()
+    run = tuning_run(__doc__.splitlines()[0])
+    datasets, embedder = run.datasets, run.embedder
     # Each set's shortlists as training makes them: mapped by the query adapter fitted on
     # the other two sets.
-    tuning = train(embedder, datasets=datasets, workdir=args.workdir).tuning
+    tuning = train(embedder, datasets=datasets, workdir=run.workdir).tuning
     variants = {"all features": list(ALL_COLUMNS)}
     for group in FeatureGroup:
         variants[f"without {group.value}"] = [
@@ -54,7 +43,7 @@ def main() -> None:
         "# The learned stage's feature groups, judged across the tuning splits",
         "",
         "Command: `python -m bench.cross_set_ablation"
-        + (f" --out {args.out}" if args.out else "")
+        + (f" --out {run.out}" if run.out else "")
         + f"` ({datetime.now(UTC):%Y-%m-%d})",
         "",
         "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
@@ -64,7 +53,7 @@ def main() -> None:
         "",
         *left_out_table("variant", cells),
     ]
-    emit(lines, args.out)
+    emit(lines, run.out)
 
 
 if __name__ == "__main__":

@@ -8,32 +8,23 @@ P@1 and R@5 most evenly on every left-out set.
 
 from __future__ import annotations
 
-import argparse
-import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 from bench.tables import emit, left_out_table
-from indexer.embedding import load_embedder
+from bench.tuning import tuning_run
 from indexer.evaluation.adapting import PENALTY, AdapterSet, dense_metrics, fit_adapter
 from indexer.evaluation.datasets import TUNING_SETS
-from registry.evaluate import DEFAULT_WORKDIR
 from registry.training import Corpus
 
 PENALTIES = (0.001, 0.01, 0.03, 0.1, 0.3)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"))
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    datasets = Path(args.datasets) if args.datasets else None
-    embedder = load_embedder()
+    run = tuning_run(__doc__.splitlines()[0])
+    datasets, embedder = run.datasets, run.embedder
     sets: dict[str, AdapterSet] = {}
     for name in TUNING_SETS:
-        corpus = Corpus(name, embedder, datasets=datasets, workdir=args.workdir)
+        corpus = Corpus(name, embedder, datasets=datasets, workdir=run.workdir)
         try:
             sets[name] = corpus.adapter_set()
         finally:
@@ -55,7 +46,7 @@ def main() -> None:
         "# The query adapter's penalty, judged across the tuning splits",
         "",
         "Command: `python -m bench.query_adapter"
-        + (f" --out {args.out}" if args.out else "")
+        + (f" --out {run.out}" if run.out else "")
         + f"` ({datetime.now(UTC):%Y-%m-%d})",
         "",
         "Each column: dense retrieval alone on that tuning set, with the adapter fitted on the "
@@ -63,7 +54,7 @@ def main() -> None:
         "",
         *left_out_table("adapter", rows),
     ]
-    emit(lines, args.out)
+    emit(lines, run.out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""What the tuning-split benches share: their command line, and the set-up it asks for."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer.embedding import Embedder, load_embedder
+from indexer.retrieval.vector_index import one_thread_per_search
+from registry.evaluate import DEFAULT_WORKDIR
+
+
+@dataclass(kw_only=True, frozen=True)
+class TuningRun:
+    datasets: Path | None
+    workdir: Path
+    out: Path | None
+    embedder: Embedder
+
+
+def tuning_run(description: str) -> TuningRun:
+    """Parses `--datasets` (default: CAPREG_DATASETS), `--workdir` and `--out`, runs one
+    search thread as training does, and loads the packaged model."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"))
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    one_thread_per_search()
+    return TuningRun(
+        datasets=Path(args.datasets) if args.datasets else None,
+        workdir=args.workdir,
+        out=args.out,
+        embedder=load_embedder(),
+    )
