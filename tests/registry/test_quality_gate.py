@@ -29,11 +29,11 @@ from tests.conftest import DATASETS
 
 # Floors in [0, 1], a little under the figures measured when they were last raised.
 FLOORS = {
-    "seal-tools:test_out_domain": {"recall@5": 0.96, "f1@returned": 0.875},
-    "livemcpbench": {"recall@5": 0.38, "precision@1": 0.395},
+    "seal-tools:test_out_domain": {"recall@5": 0.96, "f1@returned": 0.88},
+    "livemcpbench": {"recall@5": 0.385, "precision@1": 0.425},
     "stabletoolbench": {"recall@5": 0.765, "f1@returned": 0.58},
-    "metatool": {"precision@1": 0.55, "recall@5": 0.88},
-    "metatool-multi": {"recall@5": 0.85, "f1@returned": 0.51},
+    "metatool": {"precision@1": 0.555, "recall@5": 0.885},
+    "metatool-multi": {"recall@5": 0.855, "f1@returned": 0.515},
 }
 # How many queries of each set (0: all of them).
 SUBSET = {
