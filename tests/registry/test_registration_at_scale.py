@@ -229,7 +229,14 @@ def test_serve_never_answers_from_a_half_registered_folder(tmp_path: Path) -> No
     process = subprocess.Popen(command, stdout=log, stderr=log)
     refusals: set[str] = set()
     try:
-        with grpc.insecure_channel(address) as channel:
+        # Reconnect within 100 ms: gRPC's default backoff grows to seconds while the server
+        # is not yet listening, and on a loaded machine could sleep through the registration.
+        backoff = [
+            ("grpc.initial_reconnect_backoff_ms", 20),
+            ("grpc.min_reconnect_backoff_ms", 20),
+            ("grpc.max_reconnect_backoff_ms", 100),
+        ]
+        with grpc.insecure_channel(address, options=backoff) as channel:
             stub = pb_grpc.CapabilityRegistryStub(channel)
             deadline = time.monotonic() + 240
             while time.monotonic() < deadline:
