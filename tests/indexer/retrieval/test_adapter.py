@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +184,44 @@ def test_a_model_file_from_before_the_adapter_is_served_without_one(tmp_path: Pa
     loaded = load_learned_stage(path)
     assert loaded is not None
     assert loaded.adapter is None
+
+
+_FIT_DIGEST = """
+import hashlib, sys
+import numpy as np
+from indexer.evaluation.adapting import AdapterSet, fit_adapter
+rng = np.random.default_rng(11)
+def unit(rows):
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+sets = []
+for seed in range(2):
+    tools = unit(rng.normal(size=(300, 96)))
+    gold = rng.integers(0, 300, size=400)
+    requests = unit(tools[gold] + 0.5 * rng.normal(size=(400, 96)))
+    sets.append(AdapterSet(name=str(seed), requests=requests, tools=tools,
+                           gold=tuple((int(g),) for g in gold)))
+adapter = fit_adapter(sets, "m", steps=40)
+sys.stdout.write(hashlib.sha256(adapter.matrix.tobytes()).hexdigest())
+"""
+
+
+def _fit_digest(**env: str) -> str:
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        [sys.executable, "-c", _FIT_DIGEST],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return result.stdout
+
+
+def test_fitting_gives_the_same_adapter_whatever_vector_kernels_the_cpu_runs() -> None:
+    # Another CPU is simulated by torch's plain kernels and MKL's compatible code path
+    # against the best this CPU has: a float32 fit differs between the two.
+    native = _fit_digest()
+    plain = _fit_digest(ATEN_CPU_CAPABILITY="default", MKL_CBWR="COMPATIBLE")
+    assert native == plain
