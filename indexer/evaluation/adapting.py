@@ -10,11 +10,11 @@ the ranker. The settings below are fixed; the penalty was chosen inside the tuni
 
 Deterministic: full-batch Adam from zeros, one thread, inputs in a fixed order, and computed
 in float64 (stored as float32). In float32 the fit follows the CPU's vector kernels: one fit
-run with torch's AVX-512 kernels and one with its plain ones differ in nearly every weight (by
-up to 6e-8), and the ranker grown on either differs in its trees. In float64 those
-differences stay far below float32's precision, so the stored adapter, and the model file
-with it, are the same on any CPU (tests/indexer/retrieval/test_adapter.py runs the fit under
-both kernels).
+run with torch's AVX-512 kernels and one with its plain ones differ in nearly every weight
+(`python -m bench.adapter_kernels`), and the ranker grown on either differs in its trees.
+In float64 those differences stay far below float32's precision, so the stored adapter, and
+the model file with it, are the same on any CPU (tests/indexer/retrieval/test_adapter.py
+runs the fit under both kernels).
 """
 
 from __future__ import annotations
@@ -56,11 +56,14 @@ def fit_adapter(
     *,
     penalty: float = PENALTY,
     steps: int = STEPS,
+    single: bool = False,
 ) -> QueryAdapter:
     """The adapter fitted on `sets` (requests without a gold tool in their corpus are left
-    out: they teach nothing)."""
+    out: they teach nothing). `single` computes in float32, as fits did before decision 0059
+    (only `bench.adapter_kernels` asks for it, to show what float64 removes)."""
     import torch
 
+    dtype = torch.float32 if single else torch.float64
     usable = [s for s in sets if any(s.gold)]
     if not usable:
         raise ValueError("no tuning request has a gold tool to fit the query adapter on")
@@ -72,16 +75,16 @@ def fit_adapter(
         batches = []
         for s in usable:
             keep = [i for i, rows in enumerate(s.gold) if rows]
-            target = torch.zeros(len(keep), len(s.tools), dtype=torch.float64)
+            target = torch.zeros(len(keep), len(s.tools), dtype=dtype)
             for r, i in enumerate(keep):
                 for row in s.gold[i]:
                     target[r, row] = 1.0 / len(s.gold[i])
-            requests = torch.from_numpy(np.ascontiguousarray(s.requests[keep], dtype=np.float64))
-            tools = torch.from_numpy(np.ascontiguousarray(s.tools, dtype=np.float64))
+            requests = torch.from_numpy(np.ascontiguousarray(s.requests[keep])).to(dtype)
+            tools = torch.from_numpy(np.ascontiguousarray(s.tools)).to(dtype)
             batches.append((requests, tools, target))
         weights = np.sqrt([len(b[0]) for b in batches])
         weights = weights / weights.sum()
-        correction = torch.zeros(dimension, dimension, dtype=torch.float64, requires_grad=True)
+        correction = torch.zeros(dimension, dimension, dtype=dtype, requires_grad=True)
         optimiser = torch.optim.Adam([correction], lr=LEARNING_RATE)
         for _ in range(steps):
             optimiser.zero_grad()
@@ -93,7 +96,7 @@ def fit_adapter(
                 loss = loss - float(weight) * (target * log_p).sum(dim=1).mean()
             loss.backward()  # type: ignore[no-untyped-call]
             optimiser.step()
-        matrix = np.eye(dimension) + correction.detach().numpy()
+        matrix = np.eye(dimension) + correction.detach().numpy().astype(np.float64)
     finally:
         torch.set_num_threads(threads)
     return QueryAdapter(matrix.astype(np.float32), base_model(model_id))
