@@ -8,8 +8,6 @@ worth dropping would raise P@1 and R@5 on every left-out set.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from bench.tables import emit, left_out_table
 from bench.tuning import tuning_run
 from indexer.evaluation.datasets import TUNING_SETS
@@ -42,9 +40,7 @@ def main() -> None:
     lines = [
         "# The learned stage's feature groups, judged across the tuning splits",
         "",
-        "Command: `python -m bench.cross_set_ablation"
-        + (f" --out {run.out}" if run.out else "")
-        + f"` ({datetime.now(UTC):%Y-%m-%d})",
+        run.header("bench.cross_set_ablation"),
         "",
         "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
         "settings as `make train`), scored on this one's shortlists (its requests mapped by the "

@@ -8,8 +8,6 @@ P@1 and R@5 most evenly on every left-out set.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from bench.tables import emit, left_out_table
 from bench.tuning import tuning_run
 from indexer.evaluation.adapting import PENALTY, AdapterSet, dense_metrics, fit_adapter
@@ -45,9 +43,7 @@ def main() -> None:
     lines = [
         "# The query adapter's penalty, judged across the tuning splits",
         "",
-        "Command: `python -m bench.query_adapter"
-        + (f" --out {run.out}" if run.out else "")
-        + f"` ({datetime.now(UTC):%Y-%m-%d})",
+        run.header("bench.query_adapter"),
         "",
         "Each column: dense retrieval alone on that tuning set, with the adapter fitted on the "
         "other two (all settings as `make train` but the penalty); P@1 / R@5 in percent.",

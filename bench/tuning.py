@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from indexer.embedding import Embedder, load_embedder
-from indexer.retrieval.vector_index import one_thread_per_search
+from indexer.retrieval.vector_index import blas_kernels, one_thread_per_search
 from registry.evaluate import DEFAULT_WORKDIR
 
 
@@ -18,6 +19,17 @@ class TuningRun:
     workdir: Path
     out: Path | None
     embedder: Embedder
+
+    def header(self, module: str) -> str:
+        """The report's command line (with the OPENBLAS_CORETYPE it ran under, when set), its
+        date, and the BLAS kernels it ran on: its figures follow them (decision 0060)."""
+        coretype = os.environ.get("OPENBLAS_CORETYPE")
+        prefix = f"OPENBLAS_CORETYPE={coretype} " if coretype else ""
+        out = f" --out {self.out}" if self.out else ""
+        return (
+            f"Command: `{prefix}python -m {module}{out}` ({datetime.now(UTC):%Y-%m-%d}; "
+            f"BLAS kernels: {blas_kernels()})"
+        )
 
 
 def tuning_run(description: str) -> TuningRun:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 from numpy.typing import NDArray
@@ -137,9 +136,7 @@ def main() -> None:
     lines = [
         "# weak_match: which facts it reads",
         "",
-        "Command: `python -m bench.weak_facts"
-        + (f" --out {run.out}" if run.out else "")
-        + f"` ({datetime.now(UTC):%Y-%m-%d})",
+        run.header("bench.weak_facts"),
         "",
         "Each variant: the logistic classifier fitted on the tuning sets with unanswerable "
         f"copies ({', '.join(sorted(with_copies))}, cross-fitted ranker scores), answers under "

@@ -36,6 +36,7 @@ from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.features import FEATURES, SHORTLIST, FeatureGroup, columns_of, words_of
 from indexer.retrieval.fusion import split_intents
 from indexer.retrieval.learned import LearnedStage, best_cosine, dumps
+from indexer.retrieval.vector_index import blas_kernels
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.evaluate import DEFAULT_WORKDIR, load_catalogs
@@ -337,7 +338,8 @@ def training_report(result: Training, command: str) -> str:
     lines = [
         "# The learned stage: training on the tuning splits",
         "",
-        f"Command: `{command}` (writes indexer/retrieval/learned_stage.json and this file).",
+        f"Command: `{command}` (writes indexer/retrieval/learned_stage.json and this file; "
+        f"BLAS kernels: {blas_kernels()}).",
         "",
         "| tuning set | requests | with a gold tool in the shortlist | blend P@1 | learned P@1 |",
         "| --- | --- | --- | --- | --- |",
@@ -431,9 +433,9 @@ def ablation_report(
     lines = [
         "# The learned stage on held-out sets: ablation by feature group",
         "",
-        f"Command: `{command}`. Each variant is refitted on the tuning splits without one "
-        "feature group and scored on the held-out parts' shortlists (the same shortlists "
-        "serving reorders), P@1 / R@5 in percent.",
+        f"Command: `{command}` (BLAS kernels: {blas_kernels()}). Each variant is refitted "
+        "on the tuning splits without one feature group and scored on the held-out parts' "
+        "shortlists (the same shortlists serving reorders), P@1 / R@5 in percent.",
         "",
         "| variant | " + " | ".join(names) + " |",
         "| --- |" + " --- |" * len(names),

@@ -14,12 +14,13 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import faiss
 import numpy as np
 from numpy.typing import NDArray
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import ThreadpoolController, threadpool_info
 
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
@@ -43,6 +44,22 @@ def one_thread_per_search() -> None:
     """
     _threadpools().limit(limits=1)
     faiss.omp_set_num_threads(1)
+
+
+def blas_kernels() -> str:
+    """Each BLAS library loaded so far, by the package that ships it, with the kernel set it
+    runs on this CPU (e.g. `numpy: openblas Haswell, faiss_cpu: openblas Haswell`; an
+    OPENBLAS_CORETYPE override shows as the kernels it picked). Exact scores, the adapter's
+    product and batched FAISS searches are float32 BLAS calls whose last bits follow the
+    kernel set, and the learned stage's trees follow those bits (decision 0060): reports name
+    it beside their figures."""
+    found = [
+        f"{Path(pool['filepath']).parent.name.removesuffix('.libs')}: "
+        f"{pool.get('internal_api')} {pool.get('architecture', '?')}"
+        for pool in threadpool_info()
+        if pool.get("user_api") == "blas"
+    ]
+    return ", ".join(found) or "unknown"
 
 
 @functools.cache

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -111,3 +114,21 @@ def test_a_partition_fits_within_a_factor_of_four() -> None:
     assert partition.fits(40_000)
     assert not partition.fits(2_499)
     assert not partition.fits(40_001)
+
+
+def _kernels_under(coretype: str) -> str:
+    # The kernel set is picked when OpenBLAS loads, so each one needs its own process.
+    env = {**os.environ, "OPENBLAS_CORETYPE": coretype}
+    code = "from indexer.retrieval.vector_index import blas_kernels; print(blas_kernels())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_reports_name_the_blas_kernels_numpy_runs() -> None:
+    plain, wide = _kernels_under("Prescott"), _kernels_under("Haswell")
+    assert "numpy: openblas Haswell" in wide.split(", ")
+    # OpenBLAS names Prescott's kernel set after the core it shares it with.
+    assert any(part.startswith("numpy: openblas ") for part in plain.split(", "))
+    assert plain != wide
