@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,11 +107,16 @@ def offline_metrics(
 
 
 def fit_ranker(
-    items: Sequence[Shortlisted], columns: Sequence[int], rounds: int = ROUNDS
+    items: Sequence[Shortlisted],
+    columns: Sequence[int],
+    rounds: int = ROUNDS,
+    *,
+    params: Mapping[str, object] | None = None,
 ) -> TreeEnsemble:
     """A lambdarank ensemble over `columns` of the features. Requests whose shortlist holds
     no gold tool teach nothing and are left out; each tuning set weighs in proportion to the
-    square root of its size, so the largest cannot drown the others."""
+    square root of its size, so the largest cannot drown the others. `params` override
+    RANKER_PARAMS (benches try other settings with it)."""
     import lightgbm
 
     useful = [i for i in items if i.answerable and i.labels().any()]
@@ -135,7 +140,7 @@ def fit_ranker(
         feature_name=[FEATURE_NAMES[c] for c in columns],
         params={"verbosity": -1, "deterministic": True, "max_bin": 255},
     )
-    booster = lightgbm.train(RANKER_PARAMS, data, num_boost_round=rounds)
+    booster = lightgbm.train({**RANKER_PARAMS, **(params or {})}, data, num_boost_round=rounds)
     return TreeEnsemble.from_lightgbm(booster.dump_model())
 
 

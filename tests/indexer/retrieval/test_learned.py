@@ -10,7 +10,13 @@ import lightgbm
 import numpy as np
 import pytest
 
-from indexer.evaluation.learning import Shortlisted, choose_threshold, fit_logistic, fit_ranker
+from indexer.evaluation.learning import (
+    RANKER_PARAMS,
+    Shortlisted,
+    choose_threshold,
+    fit_logistic,
+    fit_ranker,
+)
 from indexer.retrieval.features import FEATURE_NAMES, FEATURES
 from indexer.retrieval.learned import (
     CONFIDENCE_FEATURES,
@@ -151,3 +157,15 @@ def test_an_answer_under_the_cosine_floor_is_weak_whatever_the_classifier_says()
     assert stage.is_weak(stage.score(features), features)
     features[0, best] = 0.25
     assert not stage.is_weak(stage.score(features), features)
+
+
+def test_one_fit_can_override_the_ranker_settings_without_changing_them() -> None:
+    items = _synthetic(9)
+    columns = list(range(len(FEATURES)))
+    before = dict(RANKER_PARAMS)
+    default = fit_ranker(items, columns, rounds=10)
+    faster = fit_ranker(items, columns, rounds=10, params={"learning_rate": 0.5})
+    again = fit_ranker(items, columns, rounds=10, params={})
+    assert before == RANKER_PARAMS
+    assert np.array_equal(default.leaf_value, again.leaf_value)
+    assert np.abs(faster.leaf_value).max() > np.abs(default.leaf_value).max()
