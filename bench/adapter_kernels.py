@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.tables import emit
+from bench.tuning import command_line
 from indexer.embedding import load_embedder
 from indexer.evaluation.adapting import fit_adapter
 from indexer.evaluation.datasets import TUNING_SETS
@@ -74,9 +75,8 @@ def main() -> None:
     lines = [
         "# The query adapter's fit under two sets of CPU kernels",
         "",
-        "Command: `python -m bench.adapter_kernels"
-        + (f" --out {args.out}" if args.out else "")
-        + f"` ({datetime.now(UTC):%Y-%m-%d})",
+        f"Command: {command_line('bench.adapter_kernels', args.out)} "
+        f"({datetime.now(UTC):%Y-%m-%d})",
         "",
         "Each fit on the three tuning splits, in its own process: once with this CPU's best "
         "kernels, once with torch's plain kernels and MKL's compatible path "

@@ -21,15 +21,20 @@ class TuningRun:
     embedder: Embedder
 
     def header(self, module: str) -> str:
-        """The report's command line (with the OPENBLAS_CORETYPE it ran under, when set), its
-        date, and the BLAS kernels it ran on: its figures follow them (decision 0060)."""
-        coretype = os.environ.get("OPENBLAS_CORETYPE")
-        prefix = f"OPENBLAS_CORETYPE={coretype} " if coretype else ""
-        out = f" --out {self.out}" if self.out else ""
+        """The report's command line, its date, and the BLAS kernels it ran on: its figures
+        follow them (decision 0060)."""
         return (
-            f"Command: `{prefix}python -m {module}{out}` ({datetime.now(UTC):%Y-%m-%d}; "
+            f"Command: {command_line(module, self.out)} ({datetime.now(UTC):%Y-%m-%d}; "
             f"BLAS kernels: {blas_kernels()})"
         )
+
+
+def command_line(module: str, out: Path | None) -> str:
+    """A bench's command as the reader reruns it, with the OPENBLAS_CORETYPE it ran under
+    when one is set."""
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    prefix = f"OPENBLAS_CORETYPE={coretype} " if coretype else ""
+    return f"`{prefix}python -m {module}" + (f" --out {out}" if out else "") + "`"
 
 
 def tuning_run(description: str) -> TuningRun:
