@@ -44,9 +44,11 @@ INSTRUCTIONS = (
 
 # Every word below is sent on every turn of every agent that connects: keep them earned
 # (`python -m bench.bridge_tools` counts them; `capreg context --turns` shows what they cost).
+# "One search per step": searched step by step, a LiveMCPBench task's confident answers hold
+# about 2.7 tools and half its gold; searched whole, its best 3 hold a third (docs/bridge.md).
 SEARCH_TOOLS = (
-    "Find tools for a capability you lack (ids, scores, summaries); a weak match means none "
-    "fits. In a workflow, pass workflow and state."
+    "Find tools for a capability you lack (ids, scores, summaries); search once per step of "
+    "a task. A weak match means none fits. In a workflow, pass workflow and state."
 )
 GET_TOOL_SCHEMA = "Definitions of the tools you will call, by id. Not run here."
 LIST_CATALOGS = "Catalogs and workflows you may search."

@@ -30,6 +30,16 @@ async def test_tools_list_has_exactly_the_three_discovery_tools(registry_address
         assert tool.annotations.read_only_hint
 
 
+async def test_search_tools_asks_the_model_for_one_search_per_step(registry_address: str) -> None:
+    # A task searched step by step finds far more of its tools in fewer hits (decision 0061);
+    # the advertised description is the only place a client's model learns that.
+    async with in_memory_bridge(registry_address) as client:
+        listed = await client.list_tools()
+    (search,) = [tool for tool in listed.tools if tool.name == "search_tools"]
+    assert search.description is not None
+    assert "once per step" in search.description
+
+
 def o200k_tokens(text: str) -> int:
     import bpe_openai  # imported here so the warning filter below covers its import
 
