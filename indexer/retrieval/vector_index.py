@@ -52,14 +52,14 @@ def blas_kernels() -> str:
     OPENBLAS_CORETYPE override shows as the kernels it picked). Exact scores, the adapter's
     product and batched FAISS searches are float32 BLAS calls whose last bits follow the
     kernel set, and the learned stage's trees follow those bits (decision 0060): reports name
-    it beside their figures."""
+    it beside their figures. Listed by package name: load order varies from run to run."""
     found = [
         f"{Path(pool['filepath']).parent.name.removesuffix('.libs')}: "
         f"{pool.get('internal_api')} {pool.get('architecture', '?')}"
         for pool in threadpool_info()
         if pool.get("user_api") == "blas"
     ]
-    return ", ".join(found) or "unknown"
+    return ", ".join(sorted(found)) or "unknown"
 
 
 @functools.cache

@@ -132,3 +132,4 @@ def test_reports_name_the_blas_kernels_numpy_runs() -> None:
     # OpenBLAS names Prescott's kernel set after the core it shares it with.
     assert any(part.startswith("numpy: openblas ") for part in plain.split(", "))
     assert plain != wide
+    assert wide.split(", ") == sorted(wide.split(", "))
