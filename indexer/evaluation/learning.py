@@ -112,11 +112,13 @@ def fit_ranker(
     rounds: int = ROUNDS,
     *,
     params: Mapping[str, object] | None = None,
+    feature_names: Sequence[str] = FEATURE_NAMES,
 ) -> TreeEnsemble:
     """A lambdarank ensemble over `columns` of the features. Requests whose shortlist holds
     no gold tool teach nothing and are left out; each tuning set weighs in proportion to the
     square root of its size, so the largest cannot drown the others. `params` override
-    RANKER_PARAMS (benches try other settings with it)."""
+    RANKER_PARAMS, and `feature_names` name the columns of features a bench appends to
+    FEATURES' (benches try other settings and candidate features with them)."""
     import lightgbm
 
     useful = [i for i in items if i.answerable and i.labels().any()]
@@ -137,7 +139,7 @@ def fit_ranker(
         label=y,
         group=group,
         weight=weight,
-        feature_name=[FEATURE_NAMES[c] for c in columns],
+        feature_name=[feature_names[c] for c in columns],
         params={"verbosity": -1, "deterministic": True, "max_bin": 255},
     )
     booster = lightgbm.train({**RANKER_PARAMS, **(params or {})}, data, num_boost_round=rounds)
