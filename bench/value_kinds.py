@@ -3,38 +3,28 @@
 "Save the report to /root/notes/report.md" or "email jo@example.com the summary" carries an
 argument, not only a wish: a file path, an address. The tool that can take it has a parameter
 of that kind (`path`, `file_name`; `email`, `recipient`). This bench reads each request's
-value kinds by shape and each tool's from the words of its input property names, appends two
-columns to the training shortlists (how many kinds the request carries; the share of them
-the candidate's inputs take) and fits the ranker on two tuning sets with and without them,
-scored on the third, as `bench.cross_set_ablation` judges feature groups. The group would be
-adopted if it raised P@1 and R@5 on every left-out set under the machine's BLAS kernels and
-under `OPENBLAS_CORETYPE=Prescott` (decision 0060).
+value kinds by shape and each tool's from the words of its input property names, and judges
+two appended columns (how many kinds the request carries; the share of them the candidate's
+inputs take) as `bench.appended_columns` judges any candidate feature.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.appended_columns import appended, catalog_tools, judged
 from bench.tables import emit, left_out_table
 from bench.tuning import tuning_run
 from indexer.evaluation.datasets import TUNING_SETS, load_dataset
-from indexer.evaluation.learning import Shortlisted, fit_ranker, offline_metrics
-from indexer.formats import parse_catalog
-from indexer.retrieval.features import (
-    FEATURE_DECIMALS,
-    FEATURE_NAMES,
-    property_names,
-    words_of,
-)
-from indexer.retrieval.learned import LearnedStage
-from registry.training import ALL_COLUMNS, train
+from indexer.evaluation.learning import Shortlisted
+from indexer.retrieval.features import property_names, words_of
+from registry.training import train
 
 VALUE_FEATURES = ("request_value_kinds", "takes_request_values")
 
@@ -102,13 +92,13 @@ def parameter_value_kinds(parameter_words: Iterable[str]) -> frozenset[ValueKind
 def value_columns(
     request: str, ids: Sequence[str], tool_kinds: Mapping[str, frozenset[ValueKind]]
 ) -> NDArray[np.float32]:
-    """The two appended columns for one shortlist, rounded as the stage rounds features."""
+    """The two appended columns for one shortlist."""
     carried = request_value_kinds(request)
     out = np.zeros((len(ids), len(VALUE_FEATURES)), dtype=np.float32)
     out[:, 0] = len(carried)
     if carried:
         out[:, 1] = [len(tool_kinds.get(i, frozenset()) & carried) / len(carried) for i in ids]
-    return np.round(out, FEATURE_DECIMALS)
+    return out
 
 
 def with_values(
@@ -117,25 +107,19 @@ def with_values(
     """`items` with the value columns appended, and how many requests carry each kind."""
     dataset = load_dataset(name, datasets)
     requests = {query.id: query.query for query in dataset.queries}
-    tool_kinds: dict[str, frozenset[ValueKind]] = {}
-    for source in dataset.catalogs:
-        catalog = parse_catalog(source.content, name=source.name, fmt=source.format)
-        for tool in catalog.tools:
-            words = (w for p in property_names(tool.input_schema) for w in words_of(p))
-            tool_kinds[tool.id] = parameter_value_kinds(words)
+    tool_kinds = {
+        tool.id: parameter_value_kinds(
+            w for p in property_names(tool.input_schema) for w in words_of(p)
+        )
+        for tool, _ in catalog_tools(dataset)
+    }
     counts = {kind.value: 0 for kind in ValueKind}
     for text in requests.values():
         for kind in request_value_kinds(text):
             counts[kind.value] += 1
-    extended = [
-        replace(
-            item,
-            features=np.hstack(
-                [item.features, value_columns(requests[item.query_id], item.ids, tool_kinds)]
-            ),
-        )
-        for item in items
-    ]
+    extended = appended(
+        items, lambda item: value_columns(requests[item.query_id], item.ids, tool_kinds)
+    )
     return extended, counts
 
 
@@ -146,21 +130,7 @@ def main() -> None:
     carried: dict[str, dict[str, int]] = {}
     for name in TUNING_SETS:
         extended[name], carried[name] = with_values(name, tuning[name], run.datasets)
-    names = (*FEATURE_NAMES, *VALUE_FEATURES)
-    variants = {
-        "as `make train`": list(ALL_COLUMNS),
-        "with the values columns": [*ALL_COLUMNS, len(FEATURE_NAMES), len(FEATURE_NAMES) + 1],
-    }
-    cells: dict[str, list[str]] = {variant: [] for variant in variants}
-    for held in TUNING_SETS:
-        fitted_on = [item for name in TUNING_SETS if name != held for item in extended[name]]
-        for variant, columns in variants.items():
-            ranker = fit_ranker(fitted_on, columns, feature_names=names)
-            stage = LearnedStage(ranker, tuple(columns), None)
-            scores = offline_metrics(extended[held], stage.score)
-            cells[variant].append(
-                f"{scores['precision@1'] * 100:.2f} / {scores['recall@5'] * 100:.2f}"
-            )
+    cells = judged(extended, VALUE_FEATURES, "with the values columns")
     kinds = ", ".join(kind.value for kind in ValueKind)
     lines = [
         "# Values a request carries, as learned-stage features, judged across the tuning splits",
