@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.tables import left_out_table
 from indexer.evaluation.datasets import TUNING_SETS, Dataset
 from indexer.evaluation.learning import Shortlisted, fit_ranker, offline_metrics
 from indexer.formats import parse_catalog
@@ -69,3 +70,13 @@ def judged(
                 f"{scores['precision@1'] * 100:.2f} / {scores['recall@5'] * 100:.2f}"
             )
     return cells
+
+
+def judged_table(cells: Mapping[str, list[str]]) -> list[str]:
+    """The report's table of `judged` cells, with what each column holds."""
+    return [
+        "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
+        "settings as `make train`), scored on this one's shortlists; P@1 / R@5 in percent.",
+        "",
+        *left_out_table("variant", dict(cells)),
+    ]

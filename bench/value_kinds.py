@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.appended_columns import appended, catalog_tools, judged
-from bench.tables import emit, left_out_table
+from bench.appended_columns import appended, catalog_tools, judged, judged_table
+from bench.tables import emit
 from bench.tuning import tuning_run
 from indexer.evaluation.datasets import TUNING_SETS, load_dataset
 from indexer.evaluation.learning import Shortlisted
@@ -144,10 +144,7 @@ def main() -> None:
         )
         + ".",
         "",
-        "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
-        "settings as `make train`), scored on this one's shortlists; P@1 / R@5 in percent.",
-        "",
-        *left_out_table("variant", cells),
+        *judged_table(cells),
     ]
     emit(lines, run.out)
 

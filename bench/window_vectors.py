@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.appended_columns import appended, catalog_tools, judged
-from bench.tables import emit, left_out_table
+from bench.appended_columns import appended, catalog_tools, judged, judged_table
+from bench.tables import emit
 from bench.tuning import tuning_run
 from indexer.embedding import Embedder, SpanEmbedder
 from indexer.evaluation.datasets import TUNING_SETS, load_dataset
@@ -138,10 +138,7 @@ def main() -> None:
         "each tuning set's corpus, P@1 / R@5 in percent, by the whole request's vector against "
         "the windows' best: " + "; ".join(f"{name} {dense[name]}" for name in TUNING_SETS) + ".",
         "",
-        "Each column: the ranker fitted on the other two tuning sets (answerable requests, all "
-        "settings as `make train`), scored on this one's shortlists; P@1 / R@5 in percent.",
-        "",
-        *left_out_table("variant", cells),
+        *judged_table(cells),
     ]
     emit(lines, run.out)
 
