@@ -15,13 +15,12 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.tables import left_out_table
-from indexer.evaluation.datasets import TUNING_SETS, Dataset
-from indexer.evaluation.learning import Shortlisted, fit_ranker, offline_metrics
+from bench.tables import left_out_cells, left_out_table, ranker_fit
+from indexer.evaluation.datasets import Dataset
+from indexer.evaluation.learning import Shortlisted
 from indexer.formats import parse_catalog
 from indexer.model import Tool
 from indexer.retrieval.features import FEATURE_DECIMALS, FEATURE_NAMES
-from indexer.retrieval.learned import LearnedStage
 from registry.training import ALL_COLUMNS
 
 AS_TRAINED = "as `make train`"
@@ -59,17 +58,10 @@ def judged(
     feature_names = (*FEATURE_NAMES, *names)
     extra = [len(FEATURE_NAMES) + i for i in range(len(names))]
     variants = {AS_TRAINED: list(ALL_COLUMNS), label: [*ALL_COLUMNS, *extra]}
-    cells: dict[str, list[str]] = {variant: [] for variant in variants}
-    for held in TUNING_SETS:
-        fitted_on = [item for name in TUNING_SETS if name != held for item in extended[name]]
-        for variant, columns in variants.items():
-            ranker = fit_ranker(fitted_on, columns, feature_names=feature_names)
-            stage = LearnedStage(ranker, tuple(columns), None)
-            scores = offline_metrics(extended[held], stage.score)
-            cells[variant].append(
-                f"{scores['precision@1'] * 100:.2f} / {scores['recall@5'] * 100:.2f}"
-            )
-    return cells
+    return left_out_cells(
+        extended,
+        {variant: ranker_fit(columns, feature_names) for variant, columns in variants.items()},
+    )
 
 
 def judged_table(cells: Mapping[str, list[str]]) -> list[str]:

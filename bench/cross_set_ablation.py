@@ -8,12 +8,9 @@ worth dropping would raise P@1 and R@5 on every left-out set.
 
 from __future__ import annotations
 
-from bench.tables import emit, left_out_table
+from bench.tables import emit, left_out_cells, left_out_table, ranker_fit
 from bench.tuning import tuning_run
-from indexer.evaluation.datasets import TUNING_SETS
-from indexer.evaluation.learning import fit_ranker, offline_metrics
 from indexer.retrieval.features import FeatureGroup, columns_of
-from indexer.retrieval.learned import LearnedStage
 from registry.training import ALL_COLUMNS, train
 
 
@@ -28,15 +25,8 @@ def main() -> None:
         variants[f"without {group.value}"] = [
             c for c in ALL_COLUMNS if c not in columns_of([group])
         ]
-    cells: dict[str, list[str]] = {name: [] for name in variants}
-    for held in TUNING_SETS:
-        fitted_on = [item for name in TUNING_SETS if name != held for item in tuning[name]]
-        for name, columns in variants.items():
-            stage = LearnedStage(fit_ranker(fitted_on, columns), tuple(columns), None)
-            scores = offline_metrics(tuning[held], stage.score)
-            cells[name].append(
-                f"{scores['precision@1'] * 100:.2f} / {scores['recall@5'] * 100:.2f}"
-            )
+    fits = {name: ranker_fit(columns) for name, columns in variants.items()}
+    cells = left_out_cells(tuning, fits)
     lines = [
         "# The learned stage's feature groups, judged across the tuning splits",
         "",

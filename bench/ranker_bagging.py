@@ -9,15 +9,13 @@ adopted if it raised P@1 and R@5 on every left-out set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 
 import numpy as np
-from numpy.typing import NDArray
 
-from bench.tables import emit, left_out_table
+from bench.tables import emit, left_out_cells, left_out_table
 from bench.tuning import tuning_run
-from indexer.evaluation.datasets import TUNING_SETS
-from indexer.evaluation.learning import RANKER_PARAMS, Shortlisted, fit_ranker, offline_metrics
+from indexer.evaluation.learning import RANKER_PARAMS, Scorer, Shortlisted, fit_ranker
 from indexer.retrieval.learned import LearnedStage
 from registry.training import ALL_COLUMNS, train
 
@@ -31,9 +29,7 @@ VARIANTS = (
 )
 
 
-def bag(
-    items: list[Shortlisted], size: int, subsampled: bool
-) -> Callable[[NDArray[np.float32]], NDArray[np.float64]]:
+def bag(items: list[Shortlisted], size: int, subsampled: bool) -> Scorer:
     """The mean score of `size` rankers fitted on `items`, seeds counted up from the default."""
     seed = int(str(RANKER_PARAMS["seed"]))
     stages = [
@@ -54,14 +50,13 @@ def bag(
 def main() -> None:
     run = tuning_run(__doc__.splitlines()[0])
     tuning = train(run.embedder, datasets=run.datasets, workdir=run.workdir).tuning
-    cells: dict[str, list[str]] = {label: [] for label, _, _ in VARIANTS}
-    for held in TUNING_SETS:
-        fitted_on = [item for name in TUNING_SETS if name != held for item in tuning[name]]
-        for label, size, subsampled in VARIANTS:
-            scores = offline_metrics(tuning[held], bag(fitted_on, size, subsampled))
-            cells[label].append(
-                f"{scores['precision@1'] * 100:.2f} / {scores['recall@5'] * 100:.2f}"
-            )
+    cells = left_out_cells(
+        tuning,
+        {
+            label: functools.partial(bag, size=size, subsampled=subsampled)
+            for label, size, subsampled in VARIANTS
+        },
+    )
     lines = [
         "# Bagged rankers, judged across the tuning splits",
         "",
