@@ -24,6 +24,8 @@ class Retriever(StrEnum):
     RRF = "hybrid-rrf"
     # The fixed blend alone: the fallback path when no learned model is installed.
     BLEND = "hybrid-blend"
+    # Each clause's best first, then the rest (tried, not served: bench.clause_cover).
+    CLAUSE_COVER = "hybrid-clause-cover"
 
 
 ABLATIONS: dict[Retriever, Levers] = {
@@ -37,5 +39,6 @@ ABLATIONS: dict[Retriever, Levers] = {
     Retriever.MIN_MAX: Levers(scaling=Scaling.MIN_MAX),
     Retriever.RRF: Levers(scaling=Scaling.RRF),
     Retriever.BLEND: Levers(learned=False),
+    Retriever.CLAUSE_COVER: Levers(clause_cover=True),
 }
 RETRIEVERS: tuple[str, ...] = tuple(Retriever)

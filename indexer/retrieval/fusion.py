@@ -57,6 +57,10 @@ class Levers:
     # The learned stage reorders the blend's shortlist (off: the fixed blend decides, as it
     # does when no learned model is installed).
     learned: bool = True
+    # With a limit, a multi-clause request's hits take each clause's best first (the clause a
+    # candidate serves is the one it blends highest with), then the rest: off in service,
+    # measured by `bench.clause_cover` and not adopted (docs/evaluation.md).
+    clause_cover: bool = False
 
     def __post_init__(self) -> None:
         # An unknown scaling would otherwise scale every score to zero, silently.

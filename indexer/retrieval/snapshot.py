@@ -414,6 +414,9 @@ class ToolIndex:
                 tops += [where[int(t)] for t in ranking.intent_tops]
             tops = sorted(set(tops), key=lambda i: (-scores[i], int(shortlist[i])))
             final = np.asarray(list(dict.fromkeys([*range(len(front)), *tops])), dtype=np.int64)
+        elif levers.clause_cover and len(texts) > 1:
+            served = np.argmax(ranking.clauses[:, shortlist[rest]], axis=0)
+            final = np.concatenate((final[: len(front)], one_per_clause(rest, served)))
         # The answer's confidence reads the whole shortlist in its final order.
         weak = learned.is_weak(scores[ordered], features[ordered]) if learned is not None else None
         final = final[:limit]
@@ -622,3 +625,12 @@ class ToolIndex:
                 if by_name[match] not in close and len(close) < MAX_SUGGESTIONS:
                     close.append(by_name[match])
         return close
+
+
+def one_per_clause(order: NDArray[np.int64], served: NDArray[np.int64]) -> NDArray[np.int64]:
+    """`order` with, first, the best candidate of each clause (`served[i]`: the clause
+    `order[i]` serves), in their order, then the others in theirs."""
+    first = np.unique(served, return_index=True)[1]
+    ahead = np.zeros(len(order), dtype=bool)
+    ahead[first] = True
+    return np.concatenate((order[ahead], order[~ahead]))

@@ -97,6 +97,17 @@ def test_a_request_and_its_clauses_cost_one_model_pass(
     assert {"identity/reset_mfa_factors", "support/create_ticket"} <= {h.entry.id for h in apart}
 
 
+def test_the_clause_cover_retriever_answers_each_clause_first(sample_registry: Registry) -> None:
+    query = "Find a time next week when Ana, Ben and I are all free and book a meeting room for it"
+    served = [h.entry.id for h in sample_registry.search(query, 5).hits]
+    covered = [
+        h.entry.id for h in sample_registry.search(query, 5, retriever="hybrid-clause-cover").hits
+    ]
+    # The same hits, reordered: the booking clause's best moves up to second.
+    assert covered[:2] == ["workspace/find_meeting_times", "workspace/book_room"]
+    assert sorted(covered) == sorted(served)
+
+
 def test_changing_one_tool_embeds_only_that_tool(
     empty_registry: Registry, embedder: CountingEmbedder
 ) -> None:

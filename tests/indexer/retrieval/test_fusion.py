@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from indexer.retrieval.fusion import IntentScores, Levers, rank_intents, split_intents
 from indexer.retrieval.scaling import RRF_K, Scaling, Spread, scale_exact, spread_from_moments
+from indexer.retrieval.snapshot import one_per_clause
 
 
 def test_a_chained_request_splits_into_its_clauses() -> None:
@@ -153,3 +154,10 @@ def test_a_spread_from_moments_skips_the_deviation_when_the_scaling_needs_none()
 def test_an_unknown_scaling_is_refused() -> None:
     with pytest.raises(ValueError, match="'minmax'"):
         Levers(scaling="minmax")  # type: ignore[arg-type]  # the refusal under test
+
+
+def test_one_per_clause_puts_each_clauses_best_first_and_keeps_every_order() -> None:
+    order = np.asarray([7, 3, 9, 1, 4], dtype=np.int64)
+    served = np.asarray([0, 0, 2, 1, 2], dtype=np.int64)
+    assert one_per_clause(order, served).tolist() == [7, 9, 1, 3, 4]
+    assert one_per_clause(order[:0], served[:0]).tolist() == []
