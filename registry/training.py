@@ -13,7 +13,7 @@ many copies of one API under different names): those twins are left out with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,6 +53,8 @@ REPORT_SETS = (
     "seal-tools:test_out_domain",
 )
 ALL_COLUMNS = tuple(range(len(FEATURES)))
+# The parts of a request the first stage blends on their own (a bench may try others).
+Intents = Callable[[str], list[str]]
 
 
 def name_key(name: str) -> str:
@@ -125,10 +127,15 @@ class Corpus:
         )
 
     def shortlists(
-        self, adapter: QueryAdapter | None = None, *, unanswerable: bool = True
+        self,
+        adapter: QueryAdapter | None = None,
+        *,
+        unanswerable: bool = True,
+        intents: Intents = split_intents,
     ) -> list[Shortlisted]:
         """Every answerable request (and its unanswerable copy) as the first stage
-        shortlists it, its vectors mapped by `adapter` as serving maps them."""
+        shortlists it, its vectors mapped by `adapter` as serving maps them (`intents`: the
+        parts of a request blended on their own, its clauses as served)."""
         registry = self._registry
         index = registry.reader.snapshot.index
         catalog_of = np.asarray([e.tool.catalog for e in index.entries])
@@ -137,7 +144,7 @@ class Corpus:
         self.copies = self.copies_with_twins = 0
         for query in self.queries:
             text = query.query.strip()
-            texts = [text, *split_intents(text)]
+            texts = [text, *intents(text)]
             vectors = registry.queries.request_vectors(text, texts[1:])
             if adapter is not None:
                 vectors = adapter.apply(vectors)
@@ -210,11 +217,13 @@ def train(
     datasets: Path | None = None,
     workdir: Path = DEFAULT_WORKDIR,
     raw: bool = False,
+    intents: Intents = split_intents,
 ) -> Training:
     """The learned stage fitted on TUNING_SETS (all features): the query adapter on every
     tuning set, and the ranker and weak_match on shortlists cross-fitted for it (each set's
     requests mapped by an adapter fitted on the other sets, so the ranker learns how far an
-    adapted cosine can be trusted on a corpus the adapter has not seen)."""
+    adapted cosine can be trusted on a corpus the adapter has not seen). `intents` makes
+    the tuning shortlists' parts of a request (a bench's variant; served: its clauses)."""
     corpora: dict[str, Corpus] = {}
     try:
         for name in TUNING_SETS:
@@ -227,7 +236,7 @@ def train(
         for name, corpus in corpora.items():
             without = fit_adapter([sets[o] for o in TUNING_SETS if o != name], embedder.model_id)
             check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
-            tuning[name] = corpus.shortlists(without)
+            tuning[name] = corpus.shortlists(without, intents=intents)
             if corpus.copies:
                 copies[name] = (corpus.copies, corpus.copies_with_twins)
         raw_tuning = {n: c.shortlists(None) for n, c in corpora.items()} if raw else None
