@@ -23,7 +23,7 @@ from indexer.retrieval.learned import LearnedStage, ModelFileError, dumps, load_
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.store import SqliteStore
-from tests.indexer.retrieval.test_learned import _synthetic
+from tests.synthetic import synthetic_shortlists
 
 
 def _unit(rows: NDArray[np.float64]) -> NDArray[np.float32]:
@@ -82,7 +82,9 @@ def test_a_non_square_adapter_is_refused() -> None:
 def test_the_model_file_round_trips_the_adapter_bit_for_bit(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     adapter = QueryAdapter(rng.normal(size=(8, 8)).astype(np.float32), "model@abc")
-    stage = LearnedStage(fit_ranker(_synthetic(6), [0, 1], rounds=3), (0, 1), None, "", adapter)
+    stage = LearnedStage(
+        fit_ranker(synthetic_shortlists(6), [0, 1], rounds=3), (0, 1), None, "", adapter
+    )
     path = tmp_path / "stage.json"
     path.write_text(dumps(stage))
     loaded = load_learned_stage(path)
@@ -104,7 +106,9 @@ def test_a_damaged_adapter_is_refused_by_name(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
     adapter = QueryAdapter(np.eye(8, dtype=np.float32), "m")
-    stage = LearnedStage(fit_ranker(_synthetic(6), [0, 1], rounds=3), (0, 1), None, "", adapter)
+    stage = LearnedStage(
+        fit_ranker(synthetic_shortlists(6), [0, 1], rounds=3), (0, 1), None, "", adapter
+    )
     document = json.loads(dumps(stage))
     document["query_adapter"] |= change
     path = tmp_path / "stage.json"
@@ -158,7 +162,9 @@ def test_serving_drops_an_adapter_fitted_for_another_model(
     model: Embedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     adapter = QueryAdapter(np.zeros((model.dimension, model.dimension), dtype=np.float32), "x@1")
-    stage = LearnedStage(fit_ranker(_synthetic(6), [0, 1], rounds=3), (0, 1), None, "", adapter)
+    stage = LearnedStage(
+        fit_ranker(synthetic_shortlists(6), [0, 1], rounds=3), (0, 1), None, "", adapter
+    )
     path = tmp_path / "stage.json"
     path.write_text(dumps(stage))
     store = SqliteStore(tmp_path / "r.db")
@@ -175,7 +181,7 @@ def test_serving_drops_an_adapter_fitted_for_another_model(
 
 
 def test_a_model_file_from_before_the_adapter_is_served_without_one(tmp_path: Path) -> None:
-    stage = LearnedStage(fit_ranker(_synthetic(6), [0, 1], rounds=3), (0, 1), None)
+    stage = LearnedStage(fit_ranker(synthetic_shortlists(6), [0, 1], rounds=3), (0, 1), None)
     document = json.loads(dumps(stage))
     document["format"] = 1
     del document["query_adapter"]

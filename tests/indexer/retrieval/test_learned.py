@@ -12,7 +12,6 @@ import pytest
 
 from indexer.evaluation.learning import (
     RANKER_PARAMS,
-    Shortlisted,
     choose_threshold,
     fit_logistic,
     fit_ranker,
@@ -28,31 +27,11 @@ from indexer.retrieval.learned import (
     dumps,
     load_learned_stage,
 )
-
-
-def _synthetic(seed: int, queries: int = 60, per_query: int = 12) -> list[Shortlisted]:
-    rng = np.random.default_rng(seed)
-    items = []
-    for q in range(queries):
-        features = rng.normal(size=(per_query, len(FEATURES))).astype(np.float32)
-        # The gold candidate is the one with the highest value in two columns together.
-        gold = int(np.argmax(features[:, 2] + 0.5 * features[:, 7]))
-        ids = tuple(f"c/t{q}_{i}" for i in range(per_query))
-        items.append(
-            Shortlisted(
-                dataset="synthetic",
-                query_id=str(q),
-                ids=ids,
-                features=features,
-                front=0,
-                relevant=frozenset({ids[gold]}),
-            )
-        )
-    return items
+from tests.synthetic import synthetic_shortlists
 
 
 def test_numpy_trees_score_exactly_like_lightgbm() -> None:
-    items = _synthetic(1)
+    items = synthetic_shortlists(1)
     x = np.vstack([i.features for i in items]).astype(np.float64)
     y = np.concatenate([i.labels() for i in items])
     booster = lightgbm.train(
@@ -67,12 +46,12 @@ def test_numpy_trees_score_exactly_like_lightgbm() -> None:
 
 
 def test_a_fitted_ranker_learns_the_synthetic_rule_and_refits_identically() -> None:
-    items = _synthetic(3)
+    items = synthetic_shortlists(3)
     columns = list(range(len(FEATURES)))
     first = LearnedStage(fit_ranker(items, columns, rounds=30), tuple(columns), None)
     second = LearnedStage(fit_ranker(items, columns, rounds=30), tuple(columns), None)
     assert dumps(first) == dumps(second)
-    held_out = _synthetic(4)
+    held_out = synthetic_shortlists(4)
     top_is_gold = [
         item.ids[int(np.argmax(first.score(item.features)))] in item.relevant for item in held_out
     ]
@@ -80,7 +59,7 @@ def test_a_fitted_ranker_learns_the_synthetic_rule_and_refits_identically() -> N
 
 
 def test_a_ranker_fitted_without_a_column_reads_only_the_others(tmp_path: Path) -> None:
-    items = _synthetic(5)
+    items = synthetic_shortlists(5)
     columns = [c for c in range(len(FEATURES)) if c != 2]
     stage = LearnedStage(fit_ranker(items, columns, rounds=10), tuple(columns), None)
     path = tmp_path / "stage.json"
@@ -109,7 +88,7 @@ def test_without_a_model_file_search_falls_back_to_the_blend(tmp_path: Path) -> 
 def test_a_model_file_this_code_cannot_serve_is_refused_by_name(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    items = _synthetic(6)
+    items = synthetic_shortlists(6)
     stage = LearnedStage(fit_ranker(items, [0, 1], rounds=3), (0, 1), None)
     document = json.loads(dumps(stage)) | change
     path = tmp_path / "stage.json"
@@ -140,7 +119,7 @@ def test_the_weak_threshold_flags_at_most_the_allowed_share_of_answerable_reques
 
 def test_an_answer_under_the_cosine_floor_is_weak_whatever_the_classifier_says() -> None:
     columns = list(range(len(FEATURES)))
-    ranker = fit_ranker(_synthetic(9), columns, rounds=3)
+    ranker = fit_ranker(synthetic_shortlists(9), columns, rounds=3)
     # A classifier that finds every answer confident (a large intercept).
     confident = WeakMatch(
         np.zeros(len(CONFIDENCE_FEATURES)),
@@ -160,7 +139,7 @@ def test_an_answer_under_the_cosine_floor_is_weak_whatever_the_classifier_says()
 
 
 def test_one_fit_can_override_the_ranker_settings_without_changing_them() -> None:
-    items = _synthetic(9)
+    items = synthetic_shortlists(9)
     columns = list(range(len(FEATURES)))
     before = dict(RANKER_PARAMS)
     default = fit_ranker(items, columns, rounds=10)
