@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.query_diff import per_query
+from bench.query_diff import recall_changes, reports
 from bench.tables import emit
 from indexer.evaluation.datasets import TUNING_SETS
-from indexer.evaluation.metrics import precision_at_k, recall_at_k
 
 SETS: tuple[str, ...] = (*TUNING_SETS, "livemcpbench")
 RETRIEVERS: tuple[str, ...] = ("default", "hybrid-clause-cover")
@@ -30,42 +29,30 @@ RECALLS: tuple[int, ...] = (3, 5, 10)
 COMMAND = "python -m bench.clause_cover --out docs/results/clause-cover.md"
 
 
-def figures(answers: Sequence[dict[str, Any]]) -> list[float]:
-    """P@1 and R@k for each of RECALLS, in percent, macro over the answerable requests."""
-    judged = [(a["ranked"], frozenset(a["relevant"])) for a in answers if a["relevant"]]
-    if not judged:
-        raise ValueError("no answerable request to score")
-    columns = [[precision_at_k(r, gold, 1) for r, gold in judged]]
-    columns += [[recall_at_k(r, gold, k) for r, gold in judged] for k in RECALLS]
-    return [100 * sum(column) / len(judged) for column in columns]
+def figures(metrics: dict[str, float]) -> list[float]:
+    """P@1 and R@k for each of RECALLS, in percent, from `capreg eval`'s macro metrics."""
+    return [100 * metrics["precision@1"], *(100 * metrics[f"recall@{k}"] for k in RECALLS)]
 
 
 def moved(base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], k: int) -> str:
-    """Requests whose first `k` differ, and how many of those gain and lose recall@k."""
-    changed = gained = lost = 0
-    for before, after in zip(base, other, strict=True):
-        if before["ranked"][:k] == after["ranked"][:k]:
-            continue
-        changed += 1
-        gold = frozenset(before["relevant"])
-        if gold:
-            delta = recall_at_k(after["ranked"], gold, k) - recall_at_k(before["ranked"], gold, k)
-            gained += delta > 0
-            lost += delta < 0
-    return f"{changed} ({gained} gain, {lost} lose)"
+    """Requests whose first `k` differ, and how many of them gain and lose recall@k."""
+    changed = sum(b["ranked"][:k] != o["ranked"][:k] for b, o in zip(base, other, strict=True))
+    gained, lost, _ = recall_changes(base, other, k)
+    return f"{changed} ({len(gained)} gain, {len(lost)} lose)"
 
 
-def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
+def table(results: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     header = "| set | retriever | P@1 | " + " | ".join(f"R@{k}" for k in RECALLS)
     lines = [
         header + " | first 5 differ (R@5 gains, losses) |",
         "| --- | --- | --- | " + " | ".join("---" for _ in RECALLS) + " | --- |",
     ]
-    for name, answers in results.items():
+    for name, reported in results.items():
+        base = reported[RETRIEVERS[0]]["per_query"]
         for retriever in RETRIEVERS:
-            cells = " | ".join(f"{value:.2f}" for value in figures(answers[retriever]))
-            base = answers[RETRIEVERS[0]]
-            change = "" if retriever == RETRIEVERS[0] else moved(base, answers[retriever], 5)
+            cells = " | ".join(f"{v:.2f}" for v in figures(reported[retriever]["metrics"]))
+            answers = reported[retriever]["per_query"]
+            change = "" if retriever == RETRIEVERS[0] else moved(base, answers, 5)
             lines.append(f"| {name} | {retriever} | {cells} | {change} |")
     return lines
 
@@ -74,10 +61,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    results: dict[str, dict[str, dict[str, Any]]] = {}
     for name in SETS:
         with tempfile.TemporaryDirectory() as folder:
-            results[name] = per_query(name, list(RETRIEVERS), Path(folder))
+            results[name] = reports(name, list(RETRIEVERS), Path(folder))
     lines = [
         "# Each clause's best first (`hybrid-clause-cover`) against the served order",
         "",

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ from indexer.evaluation.metrics import recall_at_k
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def per_query(dataset: str, retrievers: list[str], folder: Path) -> dict[str, list[Any]]:
+def reports(dataset: str, retrievers: list[str], folder: Path) -> dict[str, dict[str, Any]]:
+    """`capreg eval`'s JSON report of each retriever on `dataset`, every query's answer
+    included (`per_query`) beside the macro `metrics`."""
     out = folder / "answers.json"
     command = [
         sys.executable,
@@ -39,7 +42,38 @@ def per_query(dataset: str, retrievers: list[str], folder: Path) -> dict[str, li
     result = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     if result.returncode:  # capreg eval has named the problem on stderr
         sys.exit(f"query_diff: capreg eval failed (exit {result.returncode})")
-    return {item["retriever"]: item["per_query"] for item in json.loads(out.read_text())}
+    return {item["retriever"]: item for item in json.loads(out.read_text())}
+
+
+def per_query(dataset: str, retrievers: list[str], folder: Path) -> dict[str, list[Any]]:
+    """Every query's answer, per retriever."""
+    return {name: item["per_query"] for name, item in reports(dataset, retrievers, folder).items()}
+
+
+Change = tuple[str, float, float]
+
+
+def recall_changes(
+    base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]], k: int
+) -> tuple[list[Change], list[Change], int]:
+    """The answerable queries whose recall@k rises from `base` to `other` and those whose
+    recall@k falls (id, before, after), and how many stay."""
+    gained: list[Change] = []
+    lost: list[Change] = []
+    same = 0
+    for before_answer, after_answer in zip(base, other, strict=True):
+        gold = frozenset(before_answer["relevant"])
+        if not gold:
+            continue
+        before = recall_at_k(before_answer["ranked"], gold, k)
+        after = recall_at_k(after_answer["ranked"], gold, k)
+        if after > before:
+            gained.append((before_answer["id"], before, after))
+        elif after < before:
+            lost.append((before_answer["id"], before, after))
+        else:
+            same += 1
+    return gained, lost, same
 
 
 def main() -> None:
@@ -52,19 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         answers = per_query(args.dataset, [args.base, args.other], Path(folder))
-    gained, lost, same = [], [], 0
-    for base, other in zip(answers[args.base], answers[args.other], strict=True):
-        gold = frozenset(base["relevant"])
-        if not gold:
-            continue
-        before = recall_at_k(base["ranked"], gold, args.k)
-        after = recall_at_k(other["ranked"], gold, args.k)
-        if after > before:
-            gained.append((base["id"], before, after))
-        elif after < before:
-            lost.append((base["id"], before, after))
-        else:
-            same += 1
+    gained, lost, same = recall_changes(answers[args.base], answers[args.other], args.k)
     summary = (
         f"{args.dataset}, recall@{args.k}, {args.other} against {args.base}: "
         f"{len(gained)} queries gained, {len(lost)} lost, {same} unchanged"
