@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bench.tables import Fit, emit, left_out_cells, left_out_table
+from bench.tables import Fit, emit, left_out_cells, left_out_table, ranker_fit
 from bench.tuning import tuning_run
-from indexer.evaluation.learning import RANKER_PARAMS, ROUNDS, Scorer, Shortlisted, fit_ranker
-from indexer.retrieval.learned import LearnedStage
+from indexer.evaluation.learning import RANKER_PARAMS, ROUNDS
 from registry.training import ALL_COLUMNS, train
 
 
@@ -28,11 +27,7 @@ class Setting:
     rounds: int = ROUNDS
 
     def fit(self) -> Fit:
-        def fitted(items: list[Shortlisted]) -> Scorer:
-            ranker = fit_ranker(items, ALL_COLUMNS, self.rounds, params=dict(self.params))
-            return LearnedStage(ranker, ALL_COLUMNS, None).score
-
-        return fitted
+        return ranker_fit(ALL_COLUMNS, rounds=self.rounds, params=self.params)
 
 
 SETTINGS: tuple[Setting, ...] = (

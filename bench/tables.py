@@ -7,7 +7,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from indexer.evaluation.datasets import TUNING_SETS
-from indexer.evaluation.learning import Scorer, Shortlisted, fit_ranker, offline_metrics
+from indexer.evaluation.learning import (
+    ROUNDS,
+    Scorer,
+    Shortlisted,
+    fit_ranker,
+    offline_metrics,
+)
 from indexer.retrieval.features import FEATURE_NAMES
 from indexer.retrieval.learned import LearnedStage
 
@@ -15,12 +21,18 @@ from indexer.retrieval.learned import LearnedStage
 Fit = Callable[[list[Shortlisted]], Scorer]
 
 
-def ranker_fit(columns: Sequence[int], feature_names: Sequence[str] = FEATURE_NAMES) -> Fit:
+def ranker_fit(
+    columns: Sequence[int],
+    feature_names: Sequence[str] = FEATURE_NAMES,
+    *,
+    rounds: int = ROUNDS,
+    params: Mapping[str, object] | None = None,
+) -> Fit:
     """The ranker over `columns`, fitted as `make train` fits it (`feature_names` name the
-    columns a bench appends)."""
+    columns a bench appends; `rounds` and `params` change its settings)."""
 
     def fit(items: list[Shortlisted]) -> Scorer:
-        ranker = fit_ranker(items, columns, feature_names=feature_names)
+        ranker = fit_ranker(items, columns, rounds, params=params, feature_names=feature_names)
         return LearnedStage(ranker, tuple(columns), None).score
 
     return fit

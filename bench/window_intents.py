@@ -68,8 +68,8 @@ def main() -> None:
     as_served = "as `make train` (clauses)"
     with_windows = "clauses and word windows"
     cells = {
-        as_served: left_out_cells(served, {"": fit})[""],
-        with_windows: left_out_cells(windows, {"": fit})[""],
+        **left_out_cells(served, {as_served: fit}),
+        **left_out_cells(windows, {with_windows: fit}),
     }
     lines = [
         "# Word windows as first-stage intents, judged across the tuning splits",
