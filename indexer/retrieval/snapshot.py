@@ -18,7 +18,14 @@ from numpy.typing import NDArray
 
 from indexer.retrieval.assembly import Assembly, assemble
 from indexer.retrieval.features import SHORTLIST, ShortlistFacts, StageScores, candidate_features
-from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, Ranking, rank_intents
+from indexer.retrieval.fusion import (
+    ALL_LEVERS,
+    IntentScores,
+    Levers,
+    Ranking,
+    one_per_clause,
+    rank_intents,
+)
 from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
 from indexer.retrieval.literal import NOTHING, Named
@@ -625,12 +632,3 @@ class ToolIndex:
                 if by_name[match] not in close and len(close) < MAX_SUGGESTIONS:
                     close.append(by_name[match])
         return close
-
-
-def one_per_clause(order: NDArray[np.int64], served: NDArray[np.int64]) -> NDArray[np.int64]:
-    """`order` with, first, the best candidate of each clause (`served[i]`: the clause
-    `order[i]` serves), in their order, then the others in theirs."""
-    first = np.unique(served, return_index=True)[1]
-    ahead = np.zeros(len(order), dtype=bool)
-    ahead[first] = True
-    return np.concatenate((order[ahead], order[~ahead]))

@@ -7,9 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.retrieval.fusion import IntentScores, Levers, rank_intents, split_intents
+from indexer.retrieval.fusion import (
+    IntentScores,
+    Levers,
+    one_per_clause,
+    rank_intents,
+    split_intents,
+)
 from indexer.retrieval.scaling import RRF_K, Scaling, Spread, scale_exact, spread_from_moments
-from indexer.retrieval.snapshot import one_per_clause
 
 
 def test_a_chained_request_splits_into_its_clauses() -> None:
