@@ -30,7 +30,7 @@ from indexer.evaluation.tokens import count_tokens
 from indexer.formats import parse_catalog
 from registry.core import ALL, Registry
 from registry.proto import registry_pb2 as pb
-from registry.servicer import affordances_response, tool_schema
+from registry.rpc.servicer import affordances_response, tool_schema
 from registry.store import SqliteStore
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"

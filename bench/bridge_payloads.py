@@ -21,19 +21,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from capreg.evaluation.context_cost import ContextPlan, ContextReport, Exchanges, run_context
+from capreg.evaluation.runner import read_queries
+from capreg.evaluation.sampler import Pool, dataset_pool, folder_pool
 from indexer.embedding import load_embedder
 from indexer.evaluation.datasets import LabeledQuery, load_dataset
 from indexer.evaluation.tokens import count_tokens
 from mcp_bridge import payloads
 from mcp_bridge.accounting import BridgeExchanges, answer_text
-from registry.catalog_dir import sync_folder
 from registry.config import SearchSettings
-from registry.context import ContextPlan, ContextReport, Exchanges, run_context
 from registry.core import Registry
-from registry.evaluate import read_queries
-from registry.pool import Pool, dataset_pool, folder_pool
+from registry.ingest.catalog_dir import sync_folder
 from registry.proto import registry_pb2 as pb
-from registry.servicer import search_response, tool_schema
+from registry.rpc.servicer import search_response, tool_schema
 from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,11 +25,11 @@ from pathlib import Path
 import grpc
 import yaml
 
-from bench.server_process import serving
 from bench.stats import percentile
-from registry.catalog_dir import catalog_files
+from registry.ingest.catalog_dir import catalog_files
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
+from tests.support.server_process import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def time_cli(address: str, queries: list[str]) -> list[float]:
     for query in queries:
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "registry.cli", "search", query],
+            [sys.executable, "-m", "capreg.cli", "search", query],
             check=True,
             capture_output=True,
             env=env,

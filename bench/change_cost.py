@@ -22,11 +22,11 @@ import statistics
 import time
 from pathlib import Path
 
+from capreg.evaluation.sampler import catalog_sources, load_pool, with_variants
 from indexer.embedding import load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
-from registry.pool import catalog_sources, load_pool, with_variants
 
 try:
     from registry.store import SqliteStore as Store

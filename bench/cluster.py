@@ -32,13 +32,13 @@ from psycopg import sql
 
 from bench.performance import throughput
 from bench.registration import CACHE, ensure_cached, seeded_store, write_folder
-from bench.server_process import serving_process
 from bench.stats import percentile
-from registry.pool import catalog_sources, load_pool, with_variants
+from capreg.evaluation.sampler import catalog_sources, load_pool, with_variants
+from registry.auth.shared_keys import add_key
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.shared_keys import add_key
 from registry.store import PostgresStore
+from tests.support.server_process import serving_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench" / "cluster"

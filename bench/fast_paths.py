@@ -45,7 +45,7 @@ def evaluate(dataset: str, embedder: str, index: str, workdir: Path) -> dict[str
     command = [
         sys.executable,
         "-m",
-        "registry.cli",
+        "capreg.cli",
         "eval",
         "--dataset",
         dataset,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from bench.stats import percentile
 from indexer.embedding import load_embedder
-from registry.catalog_dir import sync_folder
 from registry.core import Registry
-from registry.server import settle_long_lived_objects
+from registry.ingest.catalog_dir import sync_folder
+from registry.rpc.server import settle_long_lived_objects
 from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def main() -> None:
         f"{args.catalogs.name}/ registered. Each full collection (`gc.collect()`) holds the GIL "
         "throughout; timed "
         f"{args.rounds} times before and after `settle_long_lived_objects` "
-        "(`gc.collect()` then `gc.freeze()`, registry/server.py).",
+        "(`gc.collect()` then `gc.freeze()`, registry/rpc/server.py).",
         "",
         "| | objects the collector walks | full collection p50 ms | longest ms |",
         "| --- | --- | --- | --- |",

@@ -33,10 +33,10 @@ import grpc
 import httpx2
 
 from bench.cache_latency import sample_queries
-from bench.server_process import free_port, serving
 from bench.stats import percentile
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
+from tests.support.server_process import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 # The gap the HTTP path may add to gRPC's at p50 (docs/decisions/0053).

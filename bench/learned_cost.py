@@ -18,13 +18,13 @@ from pathlib import Path
 
 from bench.performance import WORKDIR, build
 from bench.stats import percentile
+from capreg.evaluation.sampler import load_pool, with_variants
 from indexer.embedding import load_embedder
 from indexer.retrieval.fusion import split_intents
 from indexer.retrieval.learned import load_learned_stage
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
-from registry.pool import load_pool, with_variants
 from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent

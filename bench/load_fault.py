@@ -46,10 +46,10 @@ import grpc
 import yaml
 
 from bench.cache_latency import sample_queries
-from bench.server_process import free_port, serving_process, wait_serving
 from bench.stats import percentile, rss_mb
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
+from tests.support.server_process import free_port, serving_process, wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("cached search", "uncached search", "schema", "register")
@@ -327,14 +327,14 @@ def kill_loop(db: Path, log: Path, rounds: int, seed: int) -> list[str]:
     lines = []
     for version in range(1, rounds + 1):
         address = f"127.0.0.1:{free_port()}"
-        command = [sys.executable, "-m", "registry.cli", "serve", "--db", str(db)]
+        command = [sys.executable, "-m", "capreg.cli", "serve", "--db", str(db)]
         with log.open("ab") as sink:
             process = subprocess.Popen([*command, "--listen", address], stdout=sink, stderr=sink)
             wait_serving(address, process, seconds=600)
             before = catalog_versions(address)
             source = db.parent / f"swap-{version}.yaml"
             source.write_text(fault_catalog(version))
-            register = [sys.executable, "-m", "registry.cli", "register", str(source)]
+            register = [sys.executable, "-m", "capreg.cli", "register", str(source)]
             sender = subprocess.Popen(
                 [*register, "--server", address],
                 stdout=subprocess.DEVNULL,

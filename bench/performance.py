@@ -24,18 +24,18 @@ from typing import Any
 import grpc
 import numpy as np
 
-from bench.server_process import serving_process
 from bench.stats import percentile, rss_mb
+from capreg.evaluation.sampler import PoolTool, catalog_sources, load_pool, with_variants
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from indexer.retrieval.fusion import clause_spans, split_intents
 from indexer.retrieval.snapshot import ToolIndex
 from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
-from registry.pool import PoolTool, catalog_sources, load_pool, with_variants
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import SqliteStore
+from tests.support.server_process import serving_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench"

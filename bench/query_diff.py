@@ -30,7 +30,7 @@ def reports(dataset: str, retrievers: list[str], folder: Path) -> dict[str, dict
     command = [
         sys.executable,
         "-m",
-        "registry.cli",
+        "capreg.cli",
         "eval",
         "--dataset",
         dataset,

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.server_process import serving_process
+from capreg.evaluation.sampler import PoolTool, catalog_sources, load_pool, with_variants
 from indexer.embedding import load_embedder
 from indexer.formats import parse_catalog
 from indexer.retrieval.document import document_hash, document_text
-from registry.pool import PoolTool, catalog_sources, load_pool, with_variants
 from registry.store import SqliteStore
+from tests.support.server_process import serving_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench" / "registration"

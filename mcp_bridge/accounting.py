@@ -37,7 +37,7 @@ def answer_text(payload: payloads.Payload) -> str:
 
 
 class BridgeExchanges:
-    """The bridge's side of a discovery session (`registry.context.Exchanges`)."""
+    """The bridge's side of a discovery session (`capreg.evaluation.context_cost.Exchanges`)."""
 
     def __init__(self) -> None:
         self._tools_list = ""
@@ -45,7 +45,8 @@ class BridgeExchanges:
     def tools_list(self) -> str:
         # As a client hands it to the model: each tool as a function definition (name,
         # description, parameters), exactly the form the static tools list is counted in
-        # (`registry.context.static_tokens`); annotations are for the client, not the model.
+        # (`capreg.evaluation.context_cost.static_tokens`); annotations are for the client,
+        # not the model.
         if not self._tools_list:
             tools = asyncio.run(listed_tools())
             definitions = [

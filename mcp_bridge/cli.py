@@ -135,8 +135,8 @@ def bridge_config(args: argparse.Namespace, environ: Mapping[str, str]) -> Bridg
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    # Errors are printed here rather than raised as registry.cli.CommandError: under
-    # `python -m registry.cli` that module is __main__, so importing it again would create
+    # Errors are printed here rather than raised as capreg.cli.CommandError: under
+    # `python -m capreg.cli` that module is __main__, so importing it again would create
     # a second CommandError class that main() does not catch.
     try:
         config = bridge_config(args, os.environ)

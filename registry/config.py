@@ -1,5 +1,5 @@
 """Every default of the service, once: frozen settings built at the edge (the CLI) and passed
-down as values. Library code never reads the environment; `registry.cli` does, once."""
+down as values. Library code never reads the environment; `capreg.cli` does, once."""
 
 from __future__ import annotations
 

@@ -12,13 +12,13 @@ from contextlib import contextmanager
 
 from indexer.embedding import Embedder
 from indexer.errors import CapregError
-from indexer.evaluation.ablations import Retriever
 from indexer.retrieval.learned import load_learned_stage
+from indexer.retrieval.retrievers import Retriever
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from registry.auth.scopes import Grants
 from registry.config import CatalogPolicy, SearchSettings
 from registry.queries import QueryEncoder
 from registry.reader import ALL, CatalogSummary, Reader, SearchOutcome, Snapshot
-from registry.scopes import Grants
 from registry.store import Store
 from registry.writer import RegisterOutcome, Writer
 

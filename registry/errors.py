@@ -1,4 +1,4 @@
-"""Typed domain errors under the one root, `CapregError`; registry/status.py maps each to
+"""Typed domain errors under the one root, `CapregError`; registry/rpc/status.py maps each to
 one gRPC code (a catalog's `CatalogError` and the store's `StoreError` share the root)."""
 
 from __future__ import annotations

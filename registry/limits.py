@@ -13,12 +13,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from registry.auth import peer_host
+from registry.auth.authentication import peer_host
+from registry.auth.keys import key_id_of
 from registry.config import CallerLimits
 from registry.errors import Overloaded
-from registry.interception import Behaviour, UnaryInterceptor
-from registry.keys import key_id_of
-from registry.status import Context, status_for
+from registry.rpc.interceptors import Behaviour, UnaryInterceptor
+from registry.rpc.status import Context, status_for
 from registry.wire import bearer_key
 
 PUSHBACK_HEADER = "grpc-retry-pushback-ms"

@@ -13,17 +13,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from indexer.evaluation.ablations import ABLATIONS, RETRIEVERS, Retriever
 from indexer.formats.lint import discovery_warnings
 from indexer.model import Catalog, Workflow
 from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.fusion import ALL_LEVERS, split_intents
 from indexer.retrieval.learned import LearnedStage
+from indexer.retrieval.retrievers import ABLATIONS, RETRIEVERS, Retriever
 from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
+from registry.auth.scopes import Grants
 from registry.cache import SearchCacheKey, TTLCache
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
 from registry.queries import QueryEncoder
-from registry.scopes import Grants
 from registry.wire import (
     DEFAULT_LIMIT,
     MAX_CATALOG_FILTERS,

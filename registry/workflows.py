@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from indexer.documents import DocumentError, load_document
 from indexer.model import Transition, Workflow, WorkflowState, canonical_json
 from indexer.retrieval.snapshot import IndexedTool
+from registry.auth.scopes import Grants
 from registry.errors import IllegalMove, InvalidRequest, WorkflowNotFound
-from registry.scopes import Grants
 from registry.wire import (
     MAX_ARGUMENTS_CHARS,
     MAX_STATE_CHARS,

@@ -21,13 +21,13 @@ from psycopg import sql
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
 from indexer.embedding.model_files import default_cache_dir
 from indexer.evaluation.datasets import datasets_dir
-from registry.auth import Authenticator
-from registry.catalog_dir import sync_folder
+from registry.auth.authentication import Authenticator
+from registry.auth.keys import KeyStore
 from registry.config import ServerConfig
 from registry.core import Registry
-from registry.keys import KeyStore
+from registry.ingest.catalog_dir import sync_folder
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.server import create_server, mark_serving
+from registry.rpc.server import create_server, mark_serving
 from registry.store import SqliteStore
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexer.evaluation.learning import Shortlisted
+from capreg.training.learning import Shortlisted
 from indexer.retrieval.features import FEATURES
 
 

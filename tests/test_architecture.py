@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.layout import cycles, import_graph, module_name, source_files, within
 from registry.proto import registry_pb2
-from registry.servicer import CapabilityRegistryServicer
+from registry.rpc.servicer import CapabilityRegistryServicer
+from tests.support.layout import cycles, import_graph, module_name, source_files, within
 
 GRAPH = import_graph()
 INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors", "indexer.documents")
@@ -52,6 +52,24 @@ def test_each_indexer_sub_package_imports_only_downward(package: str) -> None:
     assert outside == set()
 
 
+def test_the_registry_never_imports_the_bridge_or_the_composition_root() -> None:
+    """Package-level layering: the registry sits below the bridge and below `capreg`, which
+    wires the two together."""
+    upward = {
+        (module, target)
+        for module, targets in GRAPH.items()
+        if within(module, "registry")
+        for target in targets
+        if within(target, "mcp_bridge", "capreg")
+    }
+    assert upward == set()
+
+
+def test_nothing_in_the_packages_imports_the_benchmarks_or_the_tests() -> None:
+    found = third_party_importers("bench") | third_party_importers("tests")
+    assert found == set()
+
+
 def test_the_bridge_reaches_the_registry_only_through_its_client() -> None:
     allowed = ("mcp_bridge", "registry.client", "registry.wire", "registry.proto")
     outside = {
@@ -84,10 +102,10 @@ def test_only_the_edge_imports_the_cli_and_the_server() -> None:
     """The CLI composes everything; the server composes the core. Nothing below them
     reaches up to either."""
     for module, targets in GRAPH.items():
-        if not within(module, "registry.cli"):
-            assert not {t for t in targets if within(t, "registry.cli")}, module
-        if not within(module, "registry.cli", "registry.server"):
-            assert not {t for t in targets if within(t, "registry.server")}, module
+        if not within(module, "capreg.cli", "capreg.__main__"):
+            assert not {t for t in targets if within(t, "capreg.cli")}, module
+        if not within(module, "capreg.cli", "registry.rpc.server"):
+            assert not {t for t in targets if within(t, "registry.rpc.server")}, module
 
 
 def third_party_importers(library: str) -> set[str]:
@@ -112,7 +130,7 @@ def third_party_importers(library: str) -> set[str]:
         ("onnxruntime", {"indexer.embedding.onnx"}),
         # The one-off ONNX export, and the query adapter's fit (make train only: serving
         # applies the fitted matrix with numpy).
-        ("torch", {"indexer.embedding.onnx", "indexer.evaluation.adapting"}),
+        ("torch", {"indexer.embedding.onnx", "capreg.training.adapting"}),
         ("bm25s", {"indexer.retrieval.lexical"}),
         # The vendors' SDKs are test-only: the tool-search adapters emit plain payloads.
         ("anthropic", set()),
@@ -153,7 +171,8 @@ def environment_reads(path: Path) -> list[int]:
 
 
 def test_no_library_module_reads_the_environment() -> None:
-    edge = ("registry.cli", "mcp_bridge.cli")
+    # capreg.training.tuning: the command line of `python -m capreg.training.*` checks.
+    edge = ("capreg.cli", "mcp_bridge.cli", "capreg.training.tuning")
     readers = {
         module_name(path): lines
         for path in source_files()
@@ -173,8 +192,8 @@ def test_the_service_has_rpcs_to_check() -> None:
 def test_every_rpc_goes_through_the_status_mapping(rpc: str) -> None:
     method = CapabilityRegistryServicer.__dict__.get(rpc)
     assert method is not None, f"{rpc} is not implemented"
-    # functools.wraps in registry.status.mapped leaves the handler under __wrapped__.
+    # functools.wraps in registry.rpc.status.mapped leaves the handler under __wrapped__.
     assert getattr(method, "__wrapped__", None) is not None
-    assert method.__module__ == "registry.servicer"
+    assert method.__module__ == "registry.rpc.servicer"
     assert method.__qualname__.endswith(rpc)
     assert method.__code__.co_filename.endswith("status.py")

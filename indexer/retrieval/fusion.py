@@ -57,10 +57,6 @@ class Levers:
     # The learned stage reorders the blend's shortlist (off: the fixed blend decides, as it
     # does when no learned model is installed).
     learned: bool = True
-    # With a limit, a multi-clause request's hits take each clause's best first (the clause a
-    # candidate serves is the one it blends highest with), then the rest: off in service,
-    # measured by `bench.clause_cover` and not adopted (docs/evaluation.md).
-    clause_cover: bool = False
 
     def __post_init__(self) -> None:
         # An unknown scaling would otherwise scale every score to zero, silently.
@@ -137,12 +133,3 @@ def rank_intents(intents: list[IntentScores]) -> Ranking:
     # Candidates are in row (id) order; argmax takes the first maximum.
     tops = np.argmax(clauses, axis=1) if per_intent.shape[1] else np.zeros(0, dtype=np.int64)
     return Ranking(best, clauses, tops.astype(np.int64))
-
-
-def one_per_clause(order: NDArray[np.int64], served: NDArray[np.int64]) -> NDArray[np.int64]:
-    """`order` with, first, the best candidate of each clause (`served[i]`: the clause
-    `order[i]` serves), in their order, then the others in theirs."""
-    first = np.unique(served, return_index=True)[1]
-    ahead = np.zeros(len(order), dtype=bool)
-    ahead[first] = True
-    return np.concatenate((order[ahead], order[~ahead]))

@@ -23,7 +23,6 @@ from indexer.retrieval.fusion import (
     IntentScores,
     Levers,
     Ranking,
-    one_per_clause,
     rank_intents,
 )
 from indexer.retrieval.learned import LearnedStage
@@ -421,9 +420,6 @@ class ToolIndex:
                 tops += [where[int(t)] for t in ranking.intent_tops]
             tops = sorted(set(tops), key=lambda i: (-scores[i], int(shortlist[i])))
             final = np.asarray(list(dict.fromkeys([*range(len(front)), *tops])), dtype=np.int64)
-        elif levers.clause_cover and len(texts) > 1:
-            served = np.argmax(ranking.clauses[:, shortlist[rest]], axis=0)
-            final = np.concatenate((final[: len(front)], one_per_clause(rest, served)))
         # The answer's confidence reads the whole shortlist in its final order.
         weak = learned.is_weak(scores[ordered], features[ordered]) if learned is not None else None
         final = final[:limit]

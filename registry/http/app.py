@@ -21,21 +21,21 @@ from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as HttpRoute
 from starlette.staticfiles import StaticFiles
 
-from registry.auth import Authenticator
+from registry.auth.authentication import Authenticator
 from registry.core import Registry
 from registry.errors import CapregError, NotReady
 from registry.http.binding import read_request
-from registry.http.context import HttpAbort, HttpContext
+from registry.http.call_context import HttpAbort, HttpContext
 from registry.http.errors import ErrorReply, abort_reply, error_reply
-from registry.http.openapi import openapi_document
 from registry.http.results import results_routes
 from registry.http.routes import ROUTES, Route
-from registry.interception import Behaviour
+from registry.http.spec import openapi_document
 from registry.lanes import Lanes
 from registry.limits import Admission, Admit
-from registry.metrics import REQUEST_ID_HEADER, Observed, ServiceMetrics
-from registry.servicer import CapabilityRegistryServicer
-from registry.status import Context, status_for
+from registry.rpc.interceptors import Behaviour
+from registry.rpc.servicer import CapabilityRegistryServicer
+from registry.rpc.status import Context, status_for
+from registry.telemetry import REQUEST_ID_HEADER, Observed, ServiceMetrics
 
 logger = logging.getLogger(__name__)
 

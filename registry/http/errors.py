@@ -20,7 +20,7 @@ from registry.errors import (
     WorkflowNotFound,
 )
 from registry.http.binding import BodyTooLarge, call_for
-from registry.http.context import HttpAbort
+from registry.http.call_context import HttpAbort
 from registry.http.routes import Route
 
 # Every gRPC code, once. FAILED_PRECONDITION is 409, not 412: 412 answers a failed

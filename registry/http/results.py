@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from registry.auth import Authenticator
+from registry.auth.authentication import Authenticator
 from registry.errors import CapregError
-from registry.http.context import peer_of
+from registry.http.call_context import peer_of
 from registry.http.errors import ErrorReply, error_reply
-from registry.status import status_for
+from registry.rpc.status import status_for
 
 # What `capreg eval --plot` writes: plain file names, no path separators, no hidden files.
 _PLOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\.png$")

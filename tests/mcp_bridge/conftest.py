@@ -17,9 +17,9 @@ from mcp_types import CallToolResult, TextContent
 
 from mcp_bridge.payloads import render
 from mcp_bridge.server import build_server, static_key
+from registry.auth.keys import KeyStore, add_key
 from registry.client import AsyncRegistryClient, RegistryTarget
 from registry.core import Registry
-from registry.keys import KeyStore, add_key
 from tests.conftest import ROOT, start_server
 
 # Generous bounds for a cold subprocess (it imports grpc, the MCP SDK and uvicorn).
@@ -112,7 +112,7 @@ async def http_bridge_process(address: str, *options: str) -> AsyncIterator[Http
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "registry.cli",
+        "capreg.cli",
         "bridge",
         "--registry",
         address,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from capreg.cli import build_parser, main
 from mcp_bridge.cli import BridgeOptionError, bridge_config
 from mcp_bridge.config import HttpListen
-from registry.cli import build_parser, main
 
 
 def test_stdio_is_the_default_and_the_key_comes_from_the_environment() -> None:

@@ -46,7 +46,7 @@ async def inspect(address: str, *method: str, key: str | None = None) -> Inspect
     env = {name: value for name, value in os.environ.items() if not name.startswith("CAPREG_")}
     if key:
         env["CAPREG_API_KEY"] = key
-    bridge = (sys.executable, "-m", "registry.cli", "bridge", "--registry", address)
+    bridge = (sys.executable, "-m", "capreg.cli", "bridge", "--registry", address)
     # Its own session: the Inspector runs node, which runs the bridge, and a timeout must
     # stop all three.
     process = await asyncio.create_subprocess_exec(

@@ -11,7 +11,7 @@ from mcp_bridge import payloads
 from registry.client import InvalidRequest, NotFound
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
-from registry.servicer import search_response, tool_schema
+from registry.rpc.servicer import search_response, tool_schema
 from tests.mcp_bridge.conftest import in_memory_bridge, payload
 
 # Tool names may hold spaces and slashes (StableToolBench's do); a catalog name never does.

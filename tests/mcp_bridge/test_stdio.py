@@ -23,7 +23,7 @@ def bridge_command(address: str, key: str | None, *options: str) -> StdioServerP
     env = {"CAPREG_API_KEY": key} if key else {}
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "registry.cli", "bridge", "--registry", address, *options],
+        args=["-m", "capreg.cli", "bridge", "--registry", address, *options],
         env=env,
         cwd=ROOT,
     )

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from registry.auth.scopes import Grants
 from registry.config import SearchSettings
 from registry.core import Registry
-from registry.scopes import Grants
 from registry.store import SqliteStore
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 

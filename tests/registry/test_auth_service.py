@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import grpc
 import pytest
 
+from registry.auth.keys import KeyStore, add_key, revoke
 from registry.config import ServerConfig
 from registry.core import Registry
-from registry.keys import KeyStore, add_key, revoke
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from tests.conftest import DATA, self_signed_certificate, start_server

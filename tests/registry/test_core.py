@@ -11,10 +11,10 @@ from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog
 from indexer.naming import FUNCTION_NAME
 from registry import writer
+from registry.auth.scopes import Grants
 from registry.config import CatalogPolicy
 from registry.core import Registry
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
-from registry.scopes import Grants
 from registry.store import SqliteStore
 from tests.conftest import DATA, CountingEmbedder
 
@@ -95,17 +95,6 @@ def test_a_request_and_its_clauses_cost_one_model_pass(
     assert embedder.calls == 2  # the request and both clauses, in one batch
     assert {"identity/reset_mfa_factors", "support/create_ticket"} <= {h.entry.id for h in joint}
     assert {"identity/reset_mfa_factors", "support/create_ticket"} <= {h.entry.id for h in apart}
-
-
-def test_the_clause_cover_retriever_answers_each_clause_first(sample_registry: Registry) -> None:
-    query = "Find a time next week when Ana, Ben and I are all free and book a meeting room for it"
-    served = [h.entry.id for h in sample_registry.search(query, 5).hits]
-    covered = [
-        h.entry.id for h in sample_registry.search(query, 5, retriever="hybrid-clause-cover").hits
-    ]
-    # The same hits, reordered: the booking clause's best moves up to second.
-    assert covered[:2] == ["workspace/find_meeting_times", "workspace/book_room"]
-    assert sorted(covered) == sorted(served)
 
 
 def test_changing_one_tool_embeds_only_that_tool(

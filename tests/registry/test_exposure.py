@@ -11,12 +11,12 @@ import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from registry.auth import Authenticator
+from registry.auth.authentication import Authenticator
+from registry.auth.keys import KeyFileError, KeyStore, add_key
 from registry.config import ServerConfig
 from registry.core import Registry
 from registry.errors import Overloaded, Unauthenticated
-from registry.keys import KeyFileError, KeyStore, add_key
-from registry.server import exposure_warnings
+from registry.rpc.server import exposure_warnings
 from registry.store import SqliteStore
 from tests.conftest import start_server
 
@@ -53,7 +53,7 @@ def test_failed_authentications_are_logged_then_throttled_per_peer(
     clock = Clock()
     auth = Authenticator(KeyStore.load(path), max_failures=3, failure_window=10.0, clock=clock)
     wrong = [("authorization", "Bearer capreg_0000abcd_wrongsecret")]
-    with caplog.at_level(logging.WARNING, logger="registry.auth"):
+    with caplog.at_level(logging.WARNING, logger="registry.auth.authentication"):
         for _ in range(3):
             with pytest.raises(Unauthenticated):
                 auth.principal(wrong, "ipv4:10.9.8.7:5000")

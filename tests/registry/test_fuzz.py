@@ -16,7 +16,7 @@ from indexer.formats import CatalogError, parse_catalog
 from indexer.model import Catalog
 from registry.core import Registry
 from registry.errors import CapregError
-from registry.status import status_for
+from registry.rpc.status import status_for
 
 FUZZ = settings(
     max_examples=150,

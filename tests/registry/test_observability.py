@@ -16,15 +16,15 @@ import grpc
 import pytest
 from prometheus_client import generate_latest
 
-from registry.auth import Authenticator
+from registry.auth.authentication import Authenticator
+from registry.auth.keys import KeyStore, add_key
 from registry.config import ServerConfig
 from registry.core import Registry
-from registry.keys import KeyStore, add_key
 from registry.logs import JsonFormatter, RequestIdFilter
-from registry.metrics import ServiceMetrics
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.server import create_server, mark_serving, serve_metrics
+from registry.rpc.server import create_server, mark_serving, serve_metrics
+from registry.telemetry import ServiceMetrics
 from tests.conftest import DATA
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi

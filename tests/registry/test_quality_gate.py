@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from capreg.evaluation.runner import in_process_searcher, load_catalogs
 from indexer.embedding import Embedder
 from indexer.evaluation.datasets import load_dataset
 from indexer.evaluation.report import Report, run
 from registry.config import SearchSettings
 from registry.core import Registry
-from registry.evaluate import in_process_searcher, load_catalogs
 from registry.store import SqliteStore
 from tests.conftest import DATASETS
 

@@ -14,19 +14,19 @@ import grpc
 import pytest
 import yaml
 
-from bench.server_process import free_port
 from indexer.formats import CatalogError
 from indexer.retrieval import snapshot
 from registry import indexing, writer
-from registry.catalog_dir import SyncProgress, sync_folder
 from registry.config import CatalogPolicy
 from registry.core import RegisterOutcome, Registry
 from registry.errors import NotReady
+from registry.ingest.catalog_dir import SyncProgress, sync_folder
+from registry.ingest.watch import FolderWatcher
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import SCHEMA_VERSION, SqliteStore, StoreError
-from registry.watch import FolderWatcher
 from tests.conftest import DATA, CountingEmbedder, start_server
+from tests.support.server_process import free_port
 
 MINI = (DATA / "mini.yaml").read_text()
 
@@ -223,7 +223,7 @@ def test_serve_never_answers_from_a_half_registered_folder(tmp_path: Path) -> No
     for i in range(count):
         (folder / f"c{i:03}.yaml").write_text(renamed(f"c{i:03}"))
     address = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "registry.cli", "serve", "--db", str(tmp_path / "r.db")]
+    command = [sys.executable, "-m", "capreg.cli", "serve", "--db", str(tmp_path / "r.db")]
     command += ["--listen", address, "--catalogs", str(folder)]
     log = (tmp_path / "serve.log").open("w")
     process = subprocess.Popen(command, stdout=log, stderr=log)

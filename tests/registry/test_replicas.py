@@ -17,14 +17,14 @@ import grpc
 import pytest
 import yaml
 
-from bench.server_process import free_port, wait_serving
-from registry import shared_keys
+from registry.auth import shared_keys
 from registry.core import Registry
 from registry.errors import CatalogNotFound
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import PostgresStore
 from tests.conftest import DATA, CountingEmbedder
+from tests.support.server_process import free_port, wait_serving
 
 MINI = (DATA / "mini.yaml").read_text()
 
@@ -92,7 +92,7 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
             address = f"127.0.0.1:{free_port()}"
             log = (tmp_path / f"replica-{index}.log").open("w")
             logs.append(log)
-            command = [sys.executable, "-m", "registry.cli", "serve", "--db", postgres_dsn]
+            command = [sys.executable, "-m", "capreg.cli", "serve", "--db", postgres_dsn]
             command += ["--listen", address, "--follow-interval", "0.5"]
             processes.append(subprocess.Popen(command, stdout=log, stderr=log))
             addresses.append(address)

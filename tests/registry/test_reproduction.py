@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry.training import (
+from capreg.training.stage import (
     MAX_METRIC_GAP_POINTS,
     MAX_METRIC_GAP_REQUESTS,
     MIN_TOP1_AGREEMENT,

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from registry.auth.scopes import Grants
 from registry.core import Registry
-from registry.scopes import Grants
 
 CALLER = Grants.parse(["hr:read", "support:read", "support:write"])
 QUERIES = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from registry.server import settle_long_lived_objects
+from registry.rpc.server import settle_long_lived_objects
 
 
 class Node:

@@ -14,10 +14,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from bench.server_process import serving
 from indexer.model import Catalog, Tool, ToolLink, Transition, Workflow, WorkflowState
 from indexer.naming import function_name
-from registry import shared_keys
+from registry.auth import shared_keys
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
@@ -26,6 +25,7 @@ from registry.store.base import tool_from_json
 from registry.store.postgres import NOTIFY_CHANNEL
 from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
 from tests.conftest import CATALOGS, DATA, CountingEmbedder
+from tests.support.server_process import serving
 
 MODEL = "model-a"
 
@@ -307,7 +307,7 @@ def test_serve_runs_on_postgresql_and_names_an_unreachable_one(
         [
             sys.executable,
             "-m",
-            "registry.cli",
+            "capreg.cli",
             "serve",
             "--db",
             "postgresql://nobody@127.0.0.1:1/x",

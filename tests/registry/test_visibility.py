@@ -10,10 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from registry.auth.scopes import Grants
 from registry.config import SearchSettings
 from registry.core import ALL, Registry
 from registry.errors import ToolsNotFound
-from registry.scopes import Grants
 from registry.store import SqliteStore
 from tests.conftest import CATALOGS, CountingEmbedder, copy_db
 

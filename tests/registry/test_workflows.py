@@ -13,8 +13,8 @@ import grpc
 import pytest
 import yaml
 
+from registry.auth.keys import KeyStore, add_key
 from registry.core import Registry
-from registry.keys import KeyStore, add_key
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import SqliteStore

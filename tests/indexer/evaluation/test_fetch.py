@@ -12,6 +12,8 @@ from typing import Any, cast
 
 import pytest
 
+from capreg.cli import main
+from capreg.cli.datasets import folders_named
 from indexer.evaluation.datasets import datasets_dir, fetched_datasets_dir, load_dataset
 from indexer.evaluation.fetch import (
     FetchFailed,
@@ -21,8 +23,6 @@ from indexer.evaluation.fetch import (
     folder_verifies,
 )
 from indexer.evaluation.upstream import NOTICE, UPSTREAM
-from registry.cli import main
-from registry.cli.datasets import folders_named
 from tests.conftest import DATASETS
 
 LIVE = UPSTREAM["livemcpbench"]

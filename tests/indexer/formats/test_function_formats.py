@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from indexer.formats import CatalogError, detect_format, parse_catalog
-from registry.catalog_dir import request_name
+from registry.ingest.catalog_dir import request_name
 from tests.conftest import DATA
 
 OPENAI = (DATA / "openai_tools.json").read_text()

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from indexer.formats import CatalogError, parse_catalog
-from registry.catalog_dir import catalog_files, request_name
+from registry.ingest.catalog_dir import catalog_files, request_name
 from tests.conftest import CATALOGS, DATA
 
 MINI = (DATA / "mini.yaml").read_text()

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from capreg.training.adapting import AdapterSet, dense_metrics, fit_adapter
+from capreg.training.learning import fit_ranker
 from indexer.embedding import Embedder
-from indexer.evaluation.adapting import AdapterSet, dense_metrics, fit_adapter
-from indexer.evaluation.learning import fit_ranker
 from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.learned import LearnedStage, ModelFileError, dumps, load_learned_stage
 from registry.config import SearchSettings
@@ -195,7 +195,7 @@ def test_a_model_file_from_before_the_adapter_is_served_without_one(tmp_path: Pa
 _FIT_DIGEST = """
 import hashlib, os, sys
 import numpy as np
-from indexer.evaluation.adapting import AdapterSet, fit_adapter
+from capreg.training.adapting import AdapterSet, fit_adapter
 rng = np.random.default_rng(11)
 def unit(rows):
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)

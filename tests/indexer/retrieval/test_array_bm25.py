@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from indexer.retrieval.document import document_text
 from indexer.retrieval.lexical import ArrayBM25, LexicalIndex
-from registry.catalog_dir import CATALOG_SUFFIXES
+from registry.ingest.catalog_dir import CATALOG_SUFFIXES
 from tests.conftest import CATALOGS
 
 QUERIES = [

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from indexer.retrieval.fusion import (
     IntentScores,
     Levers,
-    one_per_clause,
     rank_intents,
     split_intents,
 )
@@ -159,10 +158,3 @@ def test_a_spread_from_moments_skips_the_deviation_when_the_scaling_needs_none()
 def test_an_unknown_scaling_is_refused() -> None:
     with pytest.raises(ValueError, match="'minmax'"):
         Levers(scaling="minmax")  # type: ignore[arg-type]  # the refusal under test
-
-
-def test_one_per_clause_puts_each_clauses_best_first_and_keeps_every_order() -> None:
-    order = np.asarray([7, 3, 9, 1, 4], dtype=np.int64)
-    served = np.asarray([0, 0, 2, 1, 2], dtype=np.int64)
-    assert one_per_clause(order, served).tolist() == [7, 9, 1, 3, 4]
-    assert one_per_clause(order[:0], served[:0]).tolist() == []

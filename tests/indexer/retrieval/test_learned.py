@@ -10,7 +10,7 @@ import lightgbm
 import numpy as np
 import pytest
 
-from indexer.evaluation.learning import (
+from capreg.training.learning import (
     RANKER_PARAMS,
     choose_threshold,
     fit_logistic,

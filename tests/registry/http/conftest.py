@@ -14,17 +14,17 @@ import httpx2
 import pytest
 from prometheus_client import generate_latest
 
-from registry.auth import Authenticator
+from registry.auth.authentication import Authenticator
+from registry.auth.keys import KeyStore, add_key
 from registry.config import CallerLimits, ServerConfig
 from registry.core import Registry
 from registry.http.app import CONSOLE, create_app
 from registry.http.listener import HttpListener, bind
-from registry.keys import KeyStore, add_key
 from registry.lanes import Lanes
 from registry.limits import Admission
-from registry.metrics import ServiceMetrics
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.server import create_server, mark_serving
+from registry.rpc.server import create_server, mark_serving
+from registry.telemetry import ServiceMetrics
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     from registry.proto.registry_pb2_grpc import CapabilityRegistryAsyncStub as AsyncStub

@@ -14,11 +14,11 @@ import pytest
 import yaml
 from playwright.async_api import Browser, Locator, Page, async_playwright, expect
 
-from bench.browser import launch_chromium
+from registry.auth.keys import add_key
 from registry.core import Registry
-from registry.keys import add_key
 from tests.conftest import ROOT
 from tests.registry.http.conftest import Served, serve_both
+from tests.support.browser import launch_chromium
 
 # A locator waits this long at most: the first search loads the query path on a busy machine.
 WAIT_MS = 30_000

@@ -11,8 +11,8 @@ import pytest
 from starlette.types import Message
 
 from registry.errors import ToolsNotFound
-from registry.http.context import HttpAbort, HttpContext, peer_of
-from registry.status import status_for
+from registry.http.call_context import HttpAbort, HttpContext, peer_of
+from registry.rpc.status import status_for
 
 
 class Channel:

@@ -29,7 +29,7 @@ from registry.errors import (
 from registry.http.binding import BodyTooLarge
 from registry.http.errors import HTTP_STATUS, error_reply
 from registry.proto import registry_pb2 as pb
-from registry.status import status_for
+from registry.rpc.status import status_for
 from registry.store import StaleCatalog, StoreError
 from registry.wire import MAX_MESSAGE_BYTES, MAX_QUERY_CHARS
 from tests.registry.http.conftest import Served, serve_both

@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 from openapi_spec_validator import validate
 
-from registry.http.openapi import openapi_document
 from registry.http.routes import ROUTES
+from registry.http.spec import openapi_document
 from tests.registry.http.conftest import Served
 
 

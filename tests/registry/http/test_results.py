@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from registry.cli.errors import CommandError
-from registry.cli.serve import results_dir
+from capreg.cli.errors import CommandError
+from capreg.cli.serve import results_dir
+from registry.auth.keys import add_key
 from registry.core import Registry
 from registry.http.results import list_plots, plot_path
-from registry.keys import add_key
 from tests.registry.http.conftest import Served, serve_both
 from tests.registry.http.test_errors import refusal
 

@@ -12,14 +12,14 @@ import grpc
 import httpx2
 import pytest
 
-from bench.server_process import free_port, wait_serving
-from registry.cli import build_parser
-from registry.cli.errors import CommandError
-from registry.cli.serve import serve_config
-from registry.keys import add_key
+from capreg.cli import build_parser
+from capreg.cli.errors import CommandError
+from capreg.cli.serve import serve_config
+from registry.auth.keys import add_key
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from tests.conftest import copy_db
+from tests.support.server_process import free_port, wait_serving
 
 
 def _config_args(tmp_path: Path, *extra: str) -> list[str]:
@@ -61,7 +61,7 @@ def test_one_process_serves_grpc_and_http_and_stops_both_on_sigterm(
     command = [
         sys.executable,
         "-m",
-        "registry.cli",
+        "capreg.cli",
         "serve",
         "--db",
         str(copy_db(sample_db, tmp_path)),

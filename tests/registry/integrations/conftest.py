@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from registry.auth.keys import KeyStore, add_key
 from registry.core import Registry
-from registry.keys import KeyStore, add_key
 from tests.conftest import start_server
 
 

@@ -1,0 +1,70 @@
+"""Starts `capreg serve` as a separate process for benchmarks and waits until it serves."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_serving(address: str, process: subprocess.Popen[Any], seconds: float) -> None:
+    """Polls the health service until SERVING; raises if the process exits or time runs out."""
+    deadline = time.monotonic() + seconds
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"capreg serve exited with {process.returncode}")
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise TimeoutError(f"capreg serve on {address} not ready after {seconds}s")
+
+
+@contextmanager
+def serving_process(
+    db: Path | str, log: Path, extra: Sequence[str] = ()
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`capreg serve --db DB` on a free loopback port, logging to `log`; yields its address
+    and process."""
+    address = f"127.0.0.1:{free_port()}"
+    # Benchmarks drive one server hard from one process: per-caller limits off, so they
+    # measure the service, not its admission policy.
+    command = [sys.executable, "-m", "capreg.cli", "serve", "--db", str(db)]
+    command += ["--caller-rate", "0", "--caller-concurrency", "100000"]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "--listen", address, *extra], stdout=sink, stderr=sink
+        )
+        try:
+            wait_serving(address, process, seconds=600)
+            yield address, process
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+
+@contextmanager
+def serving(db: Path | str, log: Path, extra: Sequence[str] = ()) -> Iterator[str]:
+    """`capreg serve --db DB` on a free loopback port; yields its address."""
+    with serving_process(db, log, extra) as (address, _):
+        yield address
