@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from indexer.documents import DocumentError, load_document
 from indexer.formats import CatalogError, detect_format
 from indexer.formats.rules import MAX_CONTENT_BYTES
-from registry.core import RegisterOutcome, Registry
+
+if TYPE_CHECKING:  # annotations only: reading a file needs no registry (capreg register)
+    from registry.core import RegisterOutcome, Registry
 
 logger = logging.getLogger(__name__)
 
