@@ -34,7 +34,7 @@ class CatalogFormat(StrEnum):
 # Slots: a large catalog may carry hundreds of thousands of derived links.
 @dataclass(kw_only=True, frozen=True, slots=True)
 class ToolLink:
-    """A call an agent may make next with what a tool returned (see indexer/links.py)."""
+    """A call an agent may make next with what a tool returned (see indexer/derived_links.py)."""
 
     rel: str
     # "<catalog>/<tool name>": a tool of the same catalog or, when declared, of another.
@@ -65,7 +65,7 @@ class Tool:
     # The tool's own scopes; the catalog's defaults are added by `Catalog.required_scopes`.
     scopes: frozenset[str] = frozenset()
     examples: tuple[str, ...] = ()
-    # Declared links only: derived ones are recomputed from the catalog (indexer/links.py).
+    # Declared links only: derived ones are recomputed from the catalog (indexer/derived_links.py).
     links: tuple[ToolLink, ...] = ()
 
     @property

@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.links import tool_links
+from indexer.derived_links import tool_links
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.snapshot import IndexedTool, ToolIndex

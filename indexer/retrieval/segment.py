@@ -37,7 +37,7 @@ class IndexedTool:
     catalog_title: str
     catalog_version: str
     catalog_revision: int
-    # Declared and derived (indexer/links.py), to any tool: who may follow which is decided
+    # Declared and derived (indexer/derived_links.py), to any tool: who may follow which is decided
     # when a schema is read (registry.reader.Snapshot.schemas).
     links: tuple[ToolLink, ...] = ()
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from indexer.derived_links import FAMILY, FEEDS, crud_name, derive_links, singular, tool_links
 from indexer.formats import parse_catalog
 from indexer.formats.rules import LINK_REL
-from indexer.links import FAMILY, FEEDS, crud_name, derive_links, singular, tool_links
 from indexer.model import MAX_LINKS, Tool, ToolLink
 from tests.conftest import CATALOGS
 
