@@ -13,7 +13,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -24,14 +24,14 @@ from numpy.typing import NDArray
 from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
-from indexer.model import Catalog, Tool
-from indexer.naming import function_name
-from indexer.retrieval.document import document_hash, document_text
+from indexer.model import Catalog
 from indexer.retrieval.vector_index import Partition
+from registry.catalog_diff import CatalogDiff, diff_catalog
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
 from registry.indexing import LiveCatalog, SnapshotBuilder
+from registry.live_catalogs import LiveCatalogs
 from registry.reader import Snapshot
-from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog, StoredTool
+from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
 logger = logging.getLogger(__name__)
@@ -55,23 +55,6 @@ class RegisterOutcome:
     warnings: tuple[str, ...] = ()
     # The scope given to a catalog that declared none ("" when it declared its own).
     assigned_scope: str = ""
-
-
-def _scope_sets(stored: StoredCatalog) -> set[frozenset[str]]:
-    """The required-scope sets guarding a catalog's tools (who can see a change to it)."""
-    catalog = stored.catalog
-    return {catalog.required_scopes(t.tool) for t in stored.tools}
-
-
-def _catalog_facts(catalog: Catalog) -> tuple[object, ...]:
-    return (
-        catalog.title,
-        catalog.description,
-        catalog.version,
-        catalog.format,
-        sorted(catalog.default_scopes),
-        [w.to_json() for w in catalog.workflows],
-    )
 
 
 class Writer:
@@ -102,24 +85,14 @@ class Writer:
             approximate_from=approximate_from,
         )
         self._lock = threading.Lock()
-        self._live: dict[str, LiveCatalog] = {}
-        # Function name -> tool id over every catalog: collisions are checked in O(tools
-        # registered), not O(tools stored).
-        self._function_owners: dict[str, str] = {}
+        self._live = LiveCatalogs()
         self._vectors: dict[str, NDArray[np.float32]] = {}
-        # Digest of (name, format, bytes) of each live catalog's last registration: an
-        # identical resubmission (a periodic sync) is answered without parsing.
-        self._sources: dict[str, str] = {}
-        self._source_of: dict[str, str] = {}
         # None until `load` has published the first snapshot.
         self._generation: int | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
         self._deferred: int | None = None
         # Tool documents this process has sent to the model (a metric).
         self.embedded_total = 0
-        # Per required-scope set: the generation of the last change to a tool guarded by it
-        # (a caller's view generation is the latest among the sets it may see).
-        self._touched: dict[frozenset[str], int] = {}
         # On a shared store: every change up to this generation is applied here.
         self._applied = 0
 
@@ -130,7 +103,6 @@ class Writer:
         the store lacks (nothing, unless the model or the document text changed)."""
         started = time.perf_counter()
         with self._lock:
-            live = {}
             texts: dict[str, str] = {}
             if isinstance(self._store, SharedStore):
                 # The catalogs and the generation from one snapshot of the database.
@@ -138,24 +110,13 @@ class Writer:
                 catalogs, loaded = changes.changed, changes.generation
             else:
                 catalogs, loaded = self._store.catalogs(), self._store.generation()
-            for stored in catalogs:
-                entry = LiveCatalog.of(stored)
+            entries = [LiveCatalog.of(stored) for stored in catalogs]
+            for entry in entries:
                 texts.update(zip(entry.doc_hashes, entry.documents, strict=True))
-                live[stored.catalog.name] = entry
             self._vectors = {}
             embedded = self._ensure_vectors(texts)
-            self._live = live
-            # A file registered before the restart is recognised without parsing it again.
-            self._source_of = {
-                name: c.stored.source_digest for name, c in live.items() if c.stored.source_digest
-            }
-            self._sources = {digest: name for name, digest in self._source_of.items()}
-            self._function_owners = {
-                t.function_name: t.tool.id for entry in live.values() for t in entry.stored.tools
-            }
+            self._live = live = LiveCatalogs(entries, loaded)
             self._applied = loaded
-            # History before this start is unknown: every scope set counts as changed now.
-            self._touched = {s: loaded for c in live.values() for s in _scope_sets(c.stored)}
             tools = self._rebuild(loaded)
         logger.info(
             "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
@@ -204,12 +165,12 @@ class Writer:
             if missing:  # the writer stores its vectors in the same transaction
                 logger.warning("%d vectors missing from the store, embedded here", len(missing))
                 self._vectors.update(missing)
-            self._take(current, entry, changes.generation)
+            self._live.take(current, entry, changes.generation)
             applied += 1
         for name in changes.deleted:
             current = self._live.get(name)
             if current is not None:
-                self._drop(current, changes.generation)
+                self._live.drop(current, changes.generation)
                 applied += 1
         self._applied = changes.generation
         if applied:
@@ -235,27 +196,6 @@ class Writer:
         change is decided against the current version (under the writer lock)."""
         if isinstance(self._store, SharedStore):
             self._catch_up_locked()
-
-    def _take(self, current: LiveCatalog | None, entry: LiveCatalog, generation: int) -> None:
-        """`entry` replaces `current` (None: a new catalog) in memory."""
-        name = entry.stored.catalog.name
-        if current is not None:
-            self._forget_functions(current)
-        self._forget_source(name)
-        if entry.stored.source_digest:
-            self._sources[entry.stored.source_digest] = name
-            self._source_of[name] = entry.stored.source_digest
-        self._live[name] = entry
-        self._function_owners.update((t.function_name, t.tool.id) for t in entry.stored.tools)
-        before = _scope_sets(current.stored) if current is not None else set()
-        self._touch(before | _scope_sets(entry.stored), generation)
-
-    def _drop(self, current: LiveCatalog, generation: int) -> None:
-        name = current.stored.catalog.name
-        del self._live[name]
-        self._forget_source(name)
-        self._forget_functions(current)
-        self._touch(_scope_sets(current.stored), generation)
 
     def _advance(self, generation: int) -> None:
         """Counts this replica's own change as applied when nothing was missed before it."""
@@ -297,9 +237,7 @@ class Writer:
         with self._lock:
             written = self._replace_current(catalog, digest)
             outcome = replace(written, warnings=warnings, assigned_scope=assigned)
-            self._forget_source(catalog.name)
-            self._sources[digest] = catalog.name
-            self._source_of[catalog.name] = digest
+            self._live.remember_source(catalog.name, digest)
             return outcome
 
     def _scoped(self, catalog: Catalog) -> tuple[Catalog, str]:
@@ -320,9 +258,8 @@ class Writer:
     def _unchanged_source(self, digest: str) -> RegisterOutcome | None:
         """The outcome for a byte-identical resubmission of a live catalog (no parsing: the
         same bytes, name and format parse to the same catalog)."""
-        name = self._sources.get(digest)
-        live = self._live.get(name) if name is not None else None
-        if name is None or live is None:
+        live = self._live.registered_from(digest)
+        if live is None:
             return None
         return self._nothing_changed(live.stored, len(live.stored.tools))
 
@@ -339,124 +276,52 @@ class Writer:
             embedded=0,
         )
 
-    def _forget_source(self, name: str) -> None:
-        digest = self._source_of.pop(name, None)
-        if digest is not None:
-            self._sources.pop(digest, None)
-
-    def _replace(self, catalog: Catalog, digest: str = "") -> RegisterOutcome:
+    def _replace(self, catalog: Catalog, digest: str) -> RegisterOutcome:
+        """Diff, persist, publish, log: `catalog` replaces its live version (if any)."""
         current = self._live.get(catalog.name)
-        old = {t.tool.name: t for t in current.stored.tools} if current else {}
-        names = [function_name(catalog.name, tool.name) for tool in catalog.tools]
-        self._check_function_names(catalog, names)
-        texts = [document_text(tool, catalog.title) for tool in catalog.tools]
-        hashes = tuple(document_hash(text) for text in texts)
-
-        added = updated = unchanged = 0
-        changed: list[Tool] = []
-        for tool in catalog.tools:
-            previous = old.get(tool.name)
-            if previous is None:
-                added += 1
-                changed.append(tool)
-            elif previous.tool.content_hash() != tool.content_hash():
-                updated += 1
-                changed.append(tool)
-            else:
-                unchanged += 1
-        removed = len(set(old) - {tool.name for tool in catalog.tools})
-        facts_changed = current is None or _catalog_facts(current.stored.catalog) != (
-            _catalog_facts(catalog)
-        )
-        if current is not None and not (changed or removed or facts_changed):
-            if digest and current.stored.source_digest != digest:
-                self._store.set_source_digest(catalog.name, digest)
-                current.stored = replace(current.stored, source_digest=digest)
-            return self._nothing_changed(current.stored, unchanged)
-
-        revision = current.stored.revision + 1 if current else 1
-        changed_names = {tool.name for tool in changed}
-        stored_tools = tuple(
-            StoredTool(
-                tool=tool,
-                function_name=fname,
-                revision=revision if tool.name in changed_names else old[tool.name].revision,
-            )
-            for tool, fname in zip(catalog.tools, names, strict=True)
-        )
-        new_vectors = self._embed_missing(dict(zip(hashes, texts, strict=True)))
+        diff = diff_catalog(current.stored if current is not None else None, catalog)
+        problems = diff.collisions(self._live.function_owners)
+        if problems:
+            raise CatalogError(catalog.name, problems)
+        if current is not None and diff.changes_nothing:
+            self._keep_source(current, digest)
+            return self._nothing_changed(current.stored, diff.unchanged)
+        new_vectors = self._embed_missing(diff.missing_documents(self._vectors))
         generation = self._store.replace_catalog(
             catalog,
-            revision,
-            stored_tools,
+            diff.revision,
+            diff.tools,
             self._embedder.model_id,
             new_vectors,
             source_digest=digest,
-            replaces=current.stored.revision if current is not None else 0,
+            replaces=diff.replaces,
         )
         self._advance(generation)
         self._vectors.update(new_vectors)
-        if current is not None:
-            self._forget_functions(current)
         stored = StoredCatalog(
-            catalog=catalog, revision=revision, tools=stored_tools, source_digest=digest
+            catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
         )
-        self._live[catalog.name] = LiveCatalog(
-            stored=stored, documents=tuple(texts), doc_hashes=hashes
-        )
-        self._function_owners.update((t.function_name, t.tool.id) for t in stored_tools)
-        before = _scope_sets(current.stored) if current is not None else set()
-        self._touch(before | _scope_sets(stored), generation)
+        entry = LiveCatalog(stored=stored, documents=diff.documents, doc_hashes=diff.doc_hashes)
+        self._live.take(current, entry, generation)
         self._rebuild(generation)
-        logger.info(
-            "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
-            catalog.name,
-            revision,
-            added,
-            updated,
-            removed,
-            unchanged,
-            len(new_vectors),
-            generation,
-        )
+        _log_registered(diff, len(new_vectors), generation)
         return RegisterOutcome(
             catalog=catalog.name,
-            added=added,
-            updated=updated,
-            removed=removed,
-            unchanged=unchanged,
+            added=diff.added,
+            updated=diff.updated,
+            removed=diff.removed,
+            unchanged=diff.unchanged,
             version=catalog.version,
-            revision=revision,
+            revision=diff.revision,
             generation=generation,
             embedded=len(new_vectors),
         )
 
-    def _touch(self, scope_sets: set[frozenset[str]], generation: int) -> None:
-        for scopes in scope_sets:
-            self._touched[scopes] = generation
-
-    def _forget_functions(self, live: LiveCatalog) -> None:
-        for stored in live.stored.tools:
-            if self._function_owners.get(stored.function_name) == stored.tool.id:
-                del self._function_owners[stored.function_name]
-
-    def _check_function_names(self, catalog: Catalog, names: Sequence[str]) -> None:
-        prefix = catalog.name + "/"
-        problems = []
-        seen: dict[str, str] = {}
-        for tool, fname in zip(catalog.tools, names, strict=True):
-            owner = self._function_owners.get(fname)
-            # This catalog's own previous tools are being replaced: they cannot collide.
-            taken = owner if owner is not None and not owner.startswith(prefix) else None
-            other = taken or seen.get(fname)
-            if other is not None and other != tool.id:
-                problems.append(
-                    f"tool '{tool.name}': its function name '{fname}' is already used by "
-                    f"'{other}'; rename the tool"
-                )
-            seen[fname] = tool.id
-        if problems:
-            raise CatalogError(catalog.name, problems)
+    def _keep_source(self, current: LiveCatalog, digest: str) -> None:
+        """Records the source of an unchanged catalog, so a resubmission skips parsing."""
+        if digest and current.stored.source_digest != digest:
+            self._store.set_source_digest(current.stored.catalog.name, digest)
+            current.stored = replace(current.stored, source_digest=digest)
 
     def delete(self, name: str) -> tuple[int, int]:
         """Removes a catalog; returns (tools removed, new generation)."""
@@ -470,14 +335,14 @@ class Writer:
             self._follow()
             current = self._live.get(name)
             if current is None:
-                close = difflib.get_close_matches(name, sorted(self._live), n=3, cutoff=0.5)
+                close = difflib.get_close_matches(name, self._live.names(), n=3, cutoff=0.5)
                 raise CatalogNotFound(name, close)
             generation = self._store.delete_catalog(name)
             if generation is None:  # another replica deleted it first
                 self._follow()
                 raise CatalogNotFound(name)
             self._advance(generation)
-            self._drop(current, generation)
+            self._live.drop(current, generation)
             self._rebuild(generation)
             return len(current.stored.tools), generation
 
@@ -529,9 +394,23 @@ class Writer:
         if self._deferred is not None and not force:
             self._deferred = generation
             return 0
-        live = list(self._live.values())
+        live = self._live.catalogs()
         index = self._builder.build(live, self._vectors, generation)
         views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
-        self._publish(Snapshot(index, views, MappingProxyType(dict(self._touched))))
+        self._publish(Snapshot(index, views, MappingProxyType(dict(self._live.touched))))
         self._generation = generation
         return len(index)
+
+
+def _log_registered(diff: CatalogDiff, embedded: int, generation: int) -> None:
+    logger.info(
+        "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
+        diff.catalog.name,
+        diff.revision,
+        diff.added,
+        diff.updated,
+        diff.removed,
+        diff.unchanged,
+        embedded,
+        generation,
+    )
