@@ -11,13 +11,8 @@ from pathlib import Path
 
 from indexer.embedding import EmbedderBackend, load_embedder
 from indexer.errors import CapregError
-from indexer.evaluation.datasets import (
-    CatalogSource,
-    LabeledQuery,
-    SlugAllocator,
-    load_dataset,
-    slugify,
-)
+from indexer.evaluation.catalog_names import SlugAllocator, slugify
+from indexer.evaluation.datasets import CatalogSource, LabeledQuery, load_dataset
 from indexer.evaluation.metrics import KS
 from indexer.evaluation.report import Answer, Report, Searcher, run
 from indexer.formats import CatalogError

@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from indexer.evaluation.datasets import (
-    CATALOG_NAME_RE,
-    DATASET_NAMES,
+from indexer.evaluation.catalog_names import CATALOG_NAME_RE, slugify
+from indexer.evaluation.datasets import DATASET_NAMES, Dataset, datasets_dir, load_dataset
+from indexer.evaluation.loaders import (
     STABLETOOLBENCH_TUNING_GROUP,
     TUNING_PERCENT,
-    Dataset,
-    datasets_dir,
     in_tuning_part,
-    load_dataset,
-    slugify,
 )
 from tests.conftest import DATASETS
 
