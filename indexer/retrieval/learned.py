@@ -1,11 +1,12 @@
 """The learned ranking stage and the weak-match classifier, as served.
 
-Both are fitted by `make train` on the tuning splits only (see indexer.evaluation.training) and
-committed as one small JSON file. Serving needs no learning library: the ranker is a LightGBM
-lambdarank ensemble whose trees are evaluated here with numpy (a test holds the result equal
-to LightGBM's own prediction), and the weak-match flag is a logistic model over the top
-hit's facts with a threshold chosen on held-apart requests. Without the file, search falls
-back to the fixed blend and the cosine threshold.
+Both are fitted by `make train` on the tuning splits only (capreg.training.stage collects the
+shortlists, capreg.training.learning fits) and committed as one small JSON file. Serving needs
+no learning library: the ranker is a LightGBM lambdarank ensemble whose trees are evaluated
+here with numpy (a test holds the result equal to LightGBM's own prediction), and the
+weak-match flag is a logistic model over the top hit's facts with a threshold chosen on
+held-apart requests. Without the file, search falls back to the fixed blend and the cosine
+threshold.
 """
 
 from __future__ import annotations
