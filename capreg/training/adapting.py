@@ -11,7 +11,7 @@ the ranker. The settings below are fixed; the penalty was chosen inside the tuni
 Deterministic: full-batch Adam from zeros, one thread, inputs in a fixed order, and computed
 in float64 (stored as float32). In float32 the fit follows the CPU's vector kernels: one fit
 run with torch's AVX-512 kernels and one with its plain ones differ in nearly every weight
-(`python -m bench.adapter_kernels`), and the ranker grown on either differs in its trees.
+(docs/experiments.md, the adapter-kernels row), and the ranker grown on either differs in its trees.
 In float64 those differences stay far below float32's precision, so the stored adapter, and
 the model file with it, are the same on any CPU (tests/indexer/retrieval/test_adapter.py
 runs the fit under both kernels).
@@ -60,7 +60,8 @@ def fit_adapter(
 ) -> QueryAdapter:
     """The adapter fitted on `sets` (requests without a gold tool in their corpus are left
     out: they teach nothing). `single` computes in float32, as fits did before decision 0059
-    (only `bench.adapter_kernels` asks for it, to show what float64 removes)."""
+    (the kernel test in tests/indexer/retrieval/test_adapter.py asks for it, to show that the
+    simulated CPU reaches the fit and what float64 removes)."""
     import torch
 
     dtype = torch.float32 if single else torch.float64

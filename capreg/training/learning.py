@@ -28,7 +28,8 @@ from indexer.retrieval.learned import (
 )
 
 # The ranker's settings, chosen a priori for a small, smooth model; none of the
-# single changes bench.ranker_settings tries raises every left-out tuning set's P@1 and R@5.
+# single changes tried in the ranker-settings experiment (docs/experiments.md) raises every
+# left-out tuning set's P@1 and R@5.
 # Depth bounds the serving cost: every candidate walks every tree `max_depth` steps (depth 12
 # cost 0.6 ms per request at 10k tools, depth 5 about half that).
 RANKER_PARAMS: dict[str, object] = {
