@@ -18,15 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-import numpy as np
-from numpy.typing import NDArray
-
 from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog
 from indexer.retrieval.vector_index import Partition
 from registry.catalog_diff import CatalogDiff, diff_catalog
+from registry.document_vectors import DocumentVectors
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
 from registry.indexing import LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
@@ -76,8 +74,6 @@ class Writer:
         self._refuse_poisoning = refuse_poisoning
         self._embedder = embedder
         self._publish = publish
-        self._approximate_from = approximate_from
-        self._progress = progress
         self._builder = SnapshotBuilder(
             store,
             model=embedder.model_id,
@@ -86,13 +82,11 @@ class Writer:
         )
         self._lock = threading.Lock()
         self._live = LiveCatalogs()
-        self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._vectors = DocumentVectors(store, embedder, progress=progress)
         # None until `load` has published the first snapshot.
         self._generation: int | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
         self._deferred: int | None = None
-        # Tool documents this process has sent to the model (a metric).
-        self.embedded_total = 0
         # On a shared store: every change up to this generation is applied here.
         self._applied = 0
 
@@ -113,8 +107,7 @@ class Writer:
             entries = [LiveCatalog.of(stored) for stored in catalogs]
             for entry in entries:
                 texts.update(zip(entry.doc_hashes, entry.documents, strict=True))
-            self._vectors = {}
-            embedded = self._ensure_vectors(texts)
+            embedded = self._vectors.restore(texts)
             self._live = live = LiveCatalogs(entries, loaded)
             self._applied = loaded
             tools = self._rebuild(loaded)
@@ -125,6 +118,11 @@ class Writer:
             time.perf_counter() - started,
             embedded,
         )
+
+    @property
+    def embedded_total(self) -> int:
+        """Tool documents this process has sent to the model (a metric)."""
+        return self._vectors.embedded_total
 
     @property
     def partition(self) -> Partition | None:
@@ -161,10 +159,11 @@ class Writer:
             ):
                 continue  # this replica's own write, or one it has already applied
             entry = LiveCatalog.of(stored)
-            missing = self._embed_missing(dict(zip(entry.doc_hashes, entry.documents, strict=True)))
+            texts = dict(zip(entry.doc_hashes, entry.documents, strict=True))
+            missing = self._vectors.embed_missing(texts)
             if missing:  # the writer stores its vectors in the same transaction
                 logger.warning("%d vectors missing from the store, embedded here", len(missing))
-                self._vectors.update(missing)
+                self._vectors.add(missing)
             self._live.take(current, entry, changes.generation)
             applied += 1
         for name in changes.deleted:
@@ -213,11 +212,7 @@ class Writer:
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         """Validates, embeds what changed, and replaces the catalog in one transaction."""
         self._current_generation()  # NotReady before any work while still loading
-        if len(name) > MAX_CATALOG_NAME_CHARS:
-            raise InvalidRequest(
-                f"name: a catalog name is at most {MAX_CATALOG_NAME_CHARS} characters "
-                f"(got {len(name)})"
-            )
+        _check_name(name)
         if len(fmt) > MAX_FORMAT_CHARS:
             raise InvalidRequest(f"format: at most {MAX_FORMAT_CHARS} characters (got {len(fmt)})")
         # The policy is part of what a source means: after a restart with another default
@@ -286,7 +281,7 @@ class Writer:
         if current is not None and diff.changes_nothing:
             self._keep_source(current, digest)
             return self._nothing_changed(current.stored, diff.unchanged)
-        new_vectors = self._embed_missing(diff.missing_documents(self._vectors))
+        new_vectors = self._vectors.embed_missing(diff.missing_documents(self._vectors))
         generation = self._store.replace_catalog(
             catalog,
             diff.revision,
@@ -297,7 +292,7 @@ class Writer:
             replaces=diff.replaces,
         )
         self._advance(generation)
-        self._vectors.update(new_vectors)
+        self._vectors.add(new_vectors)
         stored = StoredCatalog(
             catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
         )
@@ -326,11 +321,7 @@ class Writer:
     def delete(self, name: str) -> tuple[int, int]:
         """Removes a catalog; returns (tools removed, new generation)."""
         self._current_generation()  # NotReady while loading
-        if len(name) > MAX_CATALOG_NAME_CHARS:
-            raise InvalidRequest(
-                f"name: a catalog name is at most {MAX_CATALOG_NAME_CHARS} characters "
-                f"(got {len(name)})"
-            )
+        _check_name(name)
         with self._lock:
             self._follow()
             current = self._live.get(name)
@@ -363,26 +354,7 @@ class Writer:
                 if generation:
                     self._rebuild(generation, force=True)
 
-    # -- vectors and snapshots -------------------------------------------------------------
-
-    def _embed_missing(self, texts: dict[str, str]) -> dict[str, NDArray[np.float32]]:
-        """Vectors for document hashes this process has not seen, from the store or the model."""
-        missing = [h for h in texts if h not in self._vectors]
-        stored = self._store.embeddings(self._embedder.model_id, missing)
-        self._vectors.update(stored)
-        to_embed = [h for h in missing if h not in stored]
-        if not to_embed:
-            return {}
-        vectors = self._embedder.encode([texts[h] for h in to_embed], progress=self._progress)
-        self.embedded_total += len(to_embed)
-        return dict(zip(to_embed, vectors, strict=True))
-
-    def _ensure_vectors(self, texts: dict[str, str]) -> int:
-        new_vectors = self._embed_missing(texts)
-        if new_vectors:
-            self._store.put_embeddings(self._embedder.model_id, new_vectors)
-            self._vectors.update(new_vectors)
-        return len(new_vectors)
+    # -- snapshots -------------------------------------------------------------
 
     def _rebuild(self, generation: int, *, force: bool = False) -> int:
         """Builds and publishes the snapshot of `generation`; returns its tool count.
@@ -414,3 +386,10 @@ def _log_registered(diff: CatalogDiff, embedded: int, generation: int) -> None:
         embedded,
         generation,
     )
+
+
+def _check_name(name: str) -> None:
+    if len(name) > MAX_CATALOG_NAME_CHARS:
+        raise InvalidRequest(
+            f"name: a catalog name is at most {MAX_CATALOG_NAME_CHARS} characters (got {len(name)})"
+        )
