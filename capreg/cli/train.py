@@ -12,10 +12,10 @@ from typing import Any
 from capreg.cli.errors import CommandError
 from capreg.cli.serve import add_embedder_option, model_cache
 from capreg.evaluation.runner import DEFAULT_WORKDIR
+from capreg.training.corpus import Corpus
 from capreg.training.learning import Shortlisted
 from capreg.training.stage import (
     REPORT_SETS,
-    Corpus,
     ablation_report,
     compare_with_committed,
     train,

@@ -9,8 +9,8 @@ P@1 and R@5 most evenly on every left-out set.
 from __future__ import annotations
 
 from capreg.training.adapting import PENALTY, AdapterSet, dense_metrics, fit_adapter
+from capreg.training.corpus import Corpus
 from capreg.training.left_out import emit, left_out_table
-from capreg.training.stage import Corpus
 from capreg.training.tuning import tuning_run
 from indexer.evaluation.datasets import TUNING_SETS
 

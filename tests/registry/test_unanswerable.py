@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capreg.training.stage import left_out_rows, name_key
+from capreg.training.corpus import left_out_rows, name_key
 
 CATALOGS = np.asarray(["aspose-diagram", "aspose-diagram", "aspose-imaging", "weather", "files"])
 NAMES = np.asarray(

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from capreg.evaluation.runner import load_catalogs
+from capreg.training.corpus import collect
 from capreg.training.learning import ordered
-from capreg.training.stage import collect, compare_with_committed, train
+from capreg.training.stage import compare_with_committed, train
 from indexer.embedding import Embedder
 from indexer.evaluation.datasets import load_dataset
 from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
