@@ -20,8 +20,10 @@ from bench.performance import WORKDIR, build
 from bench.stats import percentile
 from capreg.evaluation.sampler import load_pool, with_variants
 from indexer.embedding import load_embedder
+from indexer.retrieval.first_stage import Request
 from indexer.retrieval.fusion import split_intents
 from indexer.retrieval.learned import load_learned_stage
+from indexer.retrieval.pipeline import rank
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
@@ -63,11 +65,11 @@ def main() -> None:
         for _ in range(args.rounds):
             for texts, vectors in requests:
                 started = time.perf_counter()
-                index.rank_hybrid(texts, vectors, 5)
+                rank(index, Request(texts=texts, vectors=vectors), 5)
                 middle = time.perf_counter()
                 # Serving maps the request's vectors by the stage's adapter first.
                 mapped = stage.adapter.apply(vectors) if stage.adapter is not None else vectors
-                index.rank_hybrid(texts, mapped, 5, learned=stage)
+                rank(index, Request(texts=texts, vectors=mapped), 5, learned=stage)
                 ended = time.perf_counter()
                 blend.append((middle - started) * 1000)
                 learned.append((ended - middle) * 1000)

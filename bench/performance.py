@@ -27,8 +27,10 @@ import numpy as np
 from bench.stats import percentile, rss_mb
 from capreg.evaluation.sampler import PoolTool, catalog_sources, load_pool, with_variants
 from indexer.embedding import Embedder, SpanEmbedder, load_embedder
+from indexer.retrieval.first_stage import Request
 from indexer.retrieval.fusion import clause_spans, split_intents
-from indexer.retrieval.snapshot import ToolIndex
+from indexer.retrieval.pipeline import rank
+from indexer.retrieval.tool_index import ToolIndex
 from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
@@ -194,10 +196,8 @@ def approximation(registry: Registry, queries: list[str]) -> dict[str, Any]:
     for query in queries:
         texts = [query, *split_intents(query)]
         intent_vectors = registry.queries.request_vectors(query, texts[1:])
-        ids = [
-            {h.entry.id for h in index.rank_hybrid(texts, intent_vectors, 10).hits}
-            for index in (exact, approximate)
-        ]
+        request = Request(texts=texts, vectors=intent_vectors)
+        ids = [{h.entry.id for h in rank(i, request, 10).hits} for i in (exact, approximate)]
         overlap.append(len(ids[0] & ids[1]) / max(len(ids[0]), 1))
     return {"ivf_recall_10": statistics.mean(recall), "hybrid_overlap_10": statistics.mean(overlap)}
 

@@ -14,7 +14,7 @@ from indexer.embedding import Embedder
 from indexer.errors import CapregError
 from indexer.retrieval.learned import load_learned_stage
 from indexer.retrieval.retrievers import Retriever
-from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from registry.auth.scopes import Grants
 from registry.config import CatalogPolicy, SearchSettings
 from registry.queries import QueryEncoder

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from indexer.derived_links import tool_links
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
-from indexer.retrieval.snapshot import IndexedTool, ToolIndex
+from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.reader import CatalogView
 from registry.store import Store, StoredCatalog

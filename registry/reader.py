@@ -16,10 +16,9 @@ from functools import cached_property
 from indexer.formats.lint import discovery_warnings
 from indexer.model import Catalog, Workflow
 from indexer.retrieval.adapter import QueryAdapter
-from indexer.retrieval.fusion import ALL_LEVERS, split_intents
 from indexer.retrieval.learned import LearnedStage
-from indexer.retrieval.retrievers import ABLATIONS, RETRIEVERS, Retriever
-from indexer.retrieval.snapshot import Hit, IndexedTool, ToolIndex, everything
+from indexer.retrieval.retrievers import RETRIEVERS, STRATEGIES, Models, Retriever, Search
+from indexer.retrieval.tool_index import Hit, IndexedTool, ToolIndex, everything
 from registry.auth.scopes import Grants
 from registry.cache import SearchCacheKey, TTLCache
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady, ToolsNotFound
@@ -269,23 +268,22 @@ class Reader:
         result_cache_ttl: float,
     ) -> None:
         self._queries = queries
-        self._weak_score = weak_score
-        self._learned = learned
-        self._adapter = learned.adapter if learned is not None else None
+        adapter = learned.adapter if learned is not None else None
         embedder = queries.embedder
-        if self._adapter is not None and not self._adapter.fits(
-            embedder.model_id, embedder.dimension
-        ):
+        if adapter is not None and not adapter.fits(embedder.model_id, embedder.dimension):
             # A map fitted in another model's space would move requests somewhere arbitrary.
             logger.warning(
                 "the learned stage's query adapter was fitted for %s (dimension %d), not %s "
                 "(dimension %d); requests are ranked without it",
-                self._adapter.model,
-                self._adapter.dimension,
+                adapter.model,
+                adapter.dimension,
                 embedder.model_id,
                 embedder.dimension,
             )
-            self._adapter = None
+            adapter = None
+        self._models = Models(
+            encoder=queries, weak_score=weak_score, learned=learned, adapter=adapter
+        )
         self._snapshot: Snapshot | None = None
         # While set, data calls are refused with what it says (an initial sync is running).
         self._held: Callable[[], str] | None = None
@@ -299,7 +297,7 @@ class Reader:
     @property
     def query_adapter(self) -> QueryAdapter | None:
         """The learned stage's query adapter, when it fits the embedder's space."""
-        return self._adapter
+        return self._models.adapter
 
     def publish(self, snapshot: Snapshot) -> None:
         # Swapping one reference is atomic: readers see the old or the new snapshot whole.
@@ -419,41 +417,21 @@ class Reader:
         return outcome
 
     def _rank(self, request: SearchRequest) -> tuple[list[Hit], bool]:
-        index = request.snapshot.index
-        text, wanted, viewer = request.text, request.catalogs, request.viewer
-        visible = everything if viewer.sees_everything else viewer.allows
-        retriever, limit, tools = request.retriever, request.limit or DEFAULT_LIMIT, request.tools
-        if tools is not None and not tools:
+        """The request's hits and whether they are weak, by its retriever's strategy."""
+        if request.tools is not None and not request.tools:
             return [], True  # a state offering this caller nothing: nothing can fit
-        if retriever == Retriever.BM25:
-            hits = index.search_lexical(text, limit, catalogs=wanted, visible=visible, tools=tools)
-            return hits, not hits
-        if retriever == Retriever.DENSE:
-            vector = self._queries.embed(text)
-            hits = index.search(vector, limit, catalogs=wanted, visible=visible, tools=tools)
-            return hits, not hits or hits[0].score < self._weak_score
-        levers = ABLATIONS.get(retriever, ALL_LEVERS)
-        clauses = split_intents(text) if levers.intents else []
-        vectors = self._queries.request_vectors(text, clauses, joint=levers.joint_clauses)
-        learned = self._learned if levers.learned else None
-        if learned is not None and self._adapter is not None:
-            vectors = self._adapter.apply(vectors)
-        answer = index.rank_hybrid(
-            [text, *clauses],
-            vectors,
-            limit,
+        viewer = request.viewer
+        search = Search(
+            text=request.text,
+            limit=request.limit or DEFAULT_LIMIT,
             # A caller who names no limit gets the registry's confident set (<= 5).
-            confident_only=request.limit == 0 and levers.cut,
-            levers=levers,
-            catalogs=wanted,
-            visible=visible,
-            learned=learned,
-            tools=tools,
+            confident_only=request.limit == 0,
+            visible=everything if viewer.sees_everything else viewer.allows,
+            catalogs=request.catalogs,
+            tools=request.tools,
         )
-        hits = answer.hits
-        if answer.weak is not None:
-            return hits, answer.weak
-        return hits, not hits or max(h.similarity for h in hits) < self._weak_score
+        answer = STRATEGIES[request.retriever](request.snapshot.index, search, self._models)
+        return answer.hits, answer.weak
 
     def _cached(self, key: SearchCacheKey) -> SearchOutcome | None:
         try:

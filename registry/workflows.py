@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from indexer.documents import DocumentError, load_document
 from indexer.model import Transition, Workflow, WorkflowState, canonical_json
-from indexer.retrieval.snapshot import IndexedTool
+from indexer.retrieval.tool_index import IndexedTool
 from registry.auth.scopes import Grants
 from registry.errors import IllegalMove, InvalidRequest, WorkflowNotFound
 from registry.wire import (

@@ -2,9 +2,10 @@
 path.
 
 Each labeled set is registered in an in-process registry (the same one `capreg eval` uses),
-and the snapshot is asked for the first stage's shortlist and features, so the ranker learns
-from exactly what serving computes. Each answerable request also gets an unanswerable copy on
-sets of many catalogs: the same request with its gold tools' catalogs left out, which is what
+and each request goes through the serving pipeline's first stage and shortlist step
+(`indexer.retrieval.pipeline.learned_inputs`), so the ranker learns from exactly what serving
+computes. Each answerable request also gets an unanswerable copy on sets of many catalogs: the
+same request with its gold tools' catalogs left out (a view without those rows), which is what
 weak_match must recognise. Leaving a catalog out does not make a request unanswerable when
 another catalog holds a tool of the same name (StableToolBench has many copies of one API
 under different names): those twins are left out with it.
@@ -24,8 +25,11 @@ from capreg.training.learning import Shortlisted
 from indexer.embedding import Embedder
 from indexer.evaluation.datasets import load_dataset
 from indexer.retrieval.adapter import QueryAdapter
-from indexer.retrieval.features import SHORTLIST, words_of
+from indexer.retrieval.features import words_of
+from indexer.retrieval.first_stage import Request, first_stage
 from indexer.retrieval.fusion import split_intents
+from indexer.retrieval.pipeline import learned_inputs
+from indexer.retrieval.tool_index import Eligible
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.store import SqliteStore
@@ -134,18 +138,19 @@ class Corpus:
                 variants.append((False, absent))
                 self.copies += 1
                 self.copies_with_twins += twins
+            request = Request(texts=texts, vectors=vectors)
             for answerable, absent_rows in variants:
-                answer = index.rank_hybrid(
-                    texts, vectors, SHORTLIST, with_features=True, absent=absent_rows
-                )
-                assert answer.features is not None
+                view = index.view() if absent_rows is None else index.view_without(absent_rows)
+                # The serving path's own steps, over a view without the left-out rows.
+                stage = first_stage(index, request, Eligible.whole(view))
+                listed, features = learned_inputs(index, request, stage)
                 items.append(
                     Shortlisted(
                         dataset=self.name,
                         query_id=query.id,
-                        ids=answer.shortlist,
-                        features=answer.features,
-                        front=answer.front,
+                        ids=listed.ids,
+                        features=features,
+                        front=listed.front,
                         relevant=query.relevant,
                         answerable=answerable,
                     )

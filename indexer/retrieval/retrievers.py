@@ -1,12 +1,24 @@
-"""The retrievers a search can be asked for: the served default, two baselines, and the
-default with one lever changed at a time (the ablation that measures each lever)."""
+"""The retrievers a search can be asked for (the served default, two baselines, and the
+default with one lever changed at a time: the ablation that measures each lever), and the
+table of what ranks each one."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
-from indexer.retrieval.fusion import Levers
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.retrieval.adapter import QueryAdapter
+from indexer.retrieval.first_stage import Request
+from indexer.retrieval.fusion import ALL_LEVERS, Levers, split_intents
+from indexer.retrieval.learned import LearnedStage
+from indexer.retrieval.pipeline import rank
 from indexer.retrieval.scaling import Scaling
+from indexer.retrieval.tool_index import Hit, ToolIndex, Visibility
 
 
 class Retriever(StrEnum):
@@ -39,3 +51,109 @@ ABLATIONS: dict[Retriever, Levers] = {
     Retriever.BLEND: Levers(learned=False),
 }
 RETRIEVERS: tuple[str, ...] = tuple(Retriever)
+
+
+class RequestEncoder(Protocol):
+    """Request vectors, as the registry's query cache gives them."""
+
+    def embed(self, query: str) -> NDArray[np.float32]: ...
+
+    def request_vectors(
+        self, text: str, clauses: Sequence[str], *, joint: bool = True
+    ) -> list[NDArray[np.float32]]: ...
+
+
+@dataclass(kw_only=True, frozen=True)
+class Models:
+    """What the retrievers rank with: the request encoder, the learned stage and its query
+    adapter (None when absent, or fitted for another embedder), and the best cosine under
+    which an answer no learned stage judged is weak."""
+
+    encoder: RequestEncoder
+    weak_score: float
+    learned: LearnedStage | None = None
+    adapter: QueryAdapter | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class Search:
+    """One checked search: its text, how many hits, whether the caller named no limit (it
+    gets the registry's confident set), and the rows it may return."""
+
+    text: str
+    limit: int
+    confident_only: bool
+    visible: Visibility
+    catalogs: Sequence[str] = ()
+    # A workflow state's legal tools, when the search is limited to them; None: no limit.
+    tools: Collection[str] | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class Answer:
+    hits: list[Hit]
+    weak: bool
+
+
+class Strategy(Protocol):
+    """Ranks one search on one snapshot."""
+
+    def __call__(self, index: ToolIndex, search: Search, models: Models, /) -> Answer: ...
+
+
+def rank_lexical(index: ToolIndex, search: Search, _models: Models) -> Answer:
+    """BM25 over each tool's protocol text, as LiveMCPBench publishes it (no model)."""
+    hits = index.search_lexical(
+        search.text,
+        search.limit,
+        catalogs=search.catalogs,
+        visible=search.visible,
+        tools=search.tools,
+    )
+    return Answer(hits=hits, weak=not hits)
+
+
+def rank_dense(index: ToolIndex, search: Search, models: Models) -> Answer:
+    """The request's own vector against every tool's (no adapter, no blend)."""
+    vector = models.encoder.embed(search.text)
+    hits = index.search(
+        vector, search.limit, catalogs=search.catalogs, visible=search.visible, tools=search.tools
+    )
+    return Answer(hits=hits, weak=not hits or hits[0].score < models.weak_score)
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    """The hybrid pipeline (`pipeline.rank`) with these levers."""
+
+    levers: Levers
+
+    def __call__(self, index: ToolIndex, search: Search, models: Models) -> Answer:
+        levers, text = self.levers, search.text
+        clauses = split_intents(text) if levers.intents else []
+        vectors = models.encoder.request_vectors(text, clauses, joint=levers.joint_clauses)
+        learned = models.learned if levers.learned else None
+        if learned is not None and models.adapter is not None:
+            vectors = models.adapter.apply(vectors)
+        answer = rank(
+            index,
+            Request(texts=[text, *clauses], vectors=vectors, levers=levers),
+            search.limit,
+            eligible=index.eligible(search.visible, catalogs=search.catalogs, tools=search.tools),
+            confident_only=search.confident_only and levers.cut,
+            learned=learned,
+        )
+        hits = answer.hits
+        if answer.weak is not None:
+            return Answer(hits=hits, weak=answer.weak)
+        return Answer(
+            hits=hits, weak=not hits or max(h.similarity for h in hits) < models.weak_score
+        )
+
+
+STRATEGIES: dict[Retriever, Strategy] = {
+    Retriever.BM25: rank_lexical,
+    Retriever.DENSE: rank_dense,
+    Retriever.DEFAULT: Hybrid(ALL_LEVERS),
+    **{retriever: Hybrid(levers) for retriever, levers in ABLATIONS.items()},
+}

@@ -8,7 +8,7 @@ import json
 import time
 
 from indexer.model import canonical_json
-from indexer.retrieval.snapshot import IndexedTool
+from indexer.retrieval.tool_index import IndexedTool
 from registry.auth.authentication import Authenticator, require_admin
 from registry.auth.scopes import Grants, Principal
 from registry.core import RegisterOutcome, Registry, SearchOutcome

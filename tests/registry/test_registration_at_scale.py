@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from indexer.formats import CatalogError
-from indexer.retrieval import snapshot
+from indexer.retrieval import tool_index as snapshot
 from registry import indexing, writer
 from registry.config import CatalogPolicy
 from registry.core import RegisterOutcome, Registry

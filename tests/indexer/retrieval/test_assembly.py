@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from indexer.model import Tool
+from indexer.retrieval.first_stage import Request, first_stage
 from indexer.retrieval.fusion import Levers
+from indexer.retrieval.pipeline import learned_inputs, rank
 from indexer.retrieval.scaling import Scaling
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
-from indexer.retrieval.snapshot import ToolIndex, Visibility, everything
+from indexer.retrieval.tool_index import Eligible, ToolIndex, Visibility, everything
 from indexer.retrieval.vector_index import Partition
 
 DIMENSION = 8
@@ -60,9 +62,8 @@ def answers(index: ToolIndex, visible: Visibility, scaling: Scaling) -> list[obj
     found: list[object] = []
     for query in QUERIES:
         vectors = list(unit(rng, 2))
-        hits = index.rank_hybrid(
-            [query, query], vectors, 10, levers=Levers(scaling=scaling), visible=visible
-        ).hits
+        request = Request(texts=[query, query], vectors=vectors, levers=Levers(scaling=scaling))
+        hits = rank(index, request, 10, eligible=index.eligible(visible)).hits
         found.append([(h.entry.id, h.score, h.similarity) for h in hits])
         dense = index.search(vectors[0], 5, visible=visible)
         found.append([(h.entry.id, h.score) for h in dense])
@@ -121,13 +122,14 @@ def test_rows_left_out_rank_exactly_as_if_their_catalogs_were_never_registered()
     absent = np.asarray([e.tool.catalog in left_out for e in whole.entries])
     rng = np.random.default_rng(3)
     for query in QUERIES:
-        vectors = list(unit(rng, 2))
-        kept = whole.rank_hybrid([query, query], vectors, 10, absent=absent, with_features=True)
-        built = without.rank_hybrid([query, query], vectors, 10, with_features=True)
-        assert [(h.entry.id, h.score) for h in kept.hits] == [
-            (h.entry.id, h.score) for h in built.hits
-        ]
-        assert kept.shortlist == built.shortlist
-        assert kept.features is not None
-        assert built.features is not None
-        np.testing.assert_array_equal(kept.features, built.features)
+        request = Request(texts=[query, query], vectors=list(unit(rng, 2)))
+        kept_stage = first_stage(whole, request, Eligible.whole(whole.view_without(absent)))
+        built_stage = first_stage(without, request, without.eligible())
+        kept, kept_features = learned_inputs(whole, request, kept_stage)
+        built, built_features = learned_inputs(without, request, built_stage)
+        assert kept.ids == built.ids
+        assert kept.front == built.front
+        np.testing.assert_array_equal(kept_features, built_features)
+        np.testing.assert_array_equal(
+            kept_stage.ranking.scores[kept.positions], built_stage.ranking.scores[built.positions]
+        )
