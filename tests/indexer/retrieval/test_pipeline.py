@@ -1,0 +1,148 @@
+"""The hybrid pipeline's steps on the sample catalogs with the real model: first stage,
+shortlist, rerank, cut; and the shortlist training reads is the one serving reranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from indexer.retrieval.features import SHORTLIST
+from indexer.retrieval.first_stage import Request, first_stage
+from indexer.retrieval.fusion import split_intents
+from indexer.retrieval.learned import MODEL_FILE, LearnedStage, load_learned_stage
+from indexer.retrieval.pipeline import (
+    cut,
+    learned_inputs,
+    rank,
+    rerank_by_blend,
+    rerank_learned,
+    shortlist,
+)
+from indexer.retrieval.retrievers import STRATEGIES, Retriever
+from indexer.retrieval.tool_index import Eligible, ToolIndex
+from registry.core import Registry
+
+ASKS = [
+    "find the customer account for Acme and open a support ticket",
+    "who is the manager of employee E10442",
+    "use crm__get_account to look up an account",
+    "list open invoices",
+]
+
+
+def request_of(registry: Registry, text: str) -> Request:
+    clauses = split_intents(text)
+    return Request(texts=[text, *clauses], vectors=registry.queries.request_vectors(text, clauses))
+
+
+@pytest.fixture
+def learned() -> LearnedStage:
+    stage = load_learned_stage(MODEL_FILE)
+    assert stage is not None
+    return stage
+
+
+def test_the_shortlist_puts_named_tools_first(sample_registry: Registry) -> None:
+    index = sample_registry.index
+    request = request_of(sample_registry, "please call crm/search_contacts for Jane")
+    listed = shortlist(index, first_stage(index, request, index.eligible()))
+    assert listed.front >= 1
+    assert listed.ids[0] == "crm/search_contacts"
+
+
+def test_the_shortlist_holds_the_blends_best_and_each_intents_best_once(
+    sample_registry: Registry,
+) -> None:
+    index = sample_registry.index
+    request = request_of(sample_registry, ASKS[0])
+    stage = first_stage(index, request, index.eligible())
+    listed = shortlist(index, stage)
+    positions = listed.positions.tolist()
+    assert len(set(positions)) == len(positions)
+    by_blend = np.lexsort((np.arange(len(stage.rows)), -stage.ranking.scores))
+    assert set(by_blend[: min(SHORTLIST, len(by_blend))].tolist()) <= set(positions)
+    assert set(stage.ranking.intent_tops) <= set(positions)
+
+
+def test_without_a_learned_stage_hits_follow_the_blend_best_first_ties_by_id(
+    sample_registry: Registry,
+) -> None:
+    index = sample_registry.index
+    for text in (ASKS[0], ASKS[1], ASKS[3]):  # none names a tool: no front
+        request = request_of(sample_registry, text)
+        stage = first_stage(index, request, index.eligible())
+        hits = rank(index, request, 10).hits
+        order = np.lexsort((stage.rows, -stage.ranking.scores))[:10]
+        assert [h.entry.id for h in hits] == [index.entries[int(stage.rows[i])].id for i in order]
+        assert [h.score for h in hits] == [float(stage.ranking.scores[i]) for i in order]
+
+
+def test_the_learned_rerank_orders_the_shortlist_by_its_scores_behind_the_named_front(
+    sample_registry: Registry, learned: LearnedStage
+) -> None:
+    index = sample_registry.index
+    request = request_of(sample_registry, ASKS[2])
+    stage = first_stage(index, request, index.eligible())
+    listed, features = learned_inputs(index, request, stage)
+    reranked = rerank_learned(learned, stage, listed, features, clauses=False)
+    assert reranked.order[: listed.front].tolist() == list(range(listed.front))
+    rest = reranked.scores[reranked.order[listed.front :]]
+    assert (np.diff(rest) <= 0).all()
+    assert reranked.weak is not None
+
+
+def test_the_confident_cut_keeps_the_front_and_each_intents_best_only(
+    sample_registry: Registry,
+) -> None:
+    index = sample_registry.index
+    request = request_of(sample_registry, ASKS[0])
+    stage = first_stage(index, request, index.eligible())
+    listed = shortlist(index, stage, depth=5)
+    reranked = rerank_by_blend(stage, listed)
+    final = cut(listed, reranked, 5, confident_only=True)
+    everything = cut(listed, reranked, 5, confident_only=False)
+    tops = {listed.positions.tolist().index(t) for t in stage.ranking.intent_tops}
+    assert set(final.tolist()) == set(range(listed.front)) | tops
+    assert len(final) <= len(everything) == 5
+
+
+def test_serving_scores_exactly_the_shortlist_and_features_training_reads(
+    sample_registry: Registry, learned: LearnedStage
+) -> None:
+    index = sample_registry.index
+    for text in ASKS:
+        request = request_of(sample_registry, text)
+        stage = first_stage(index, request, Eligible.whole(index.view()))
+        listed, features = learned_inputs(index, request, stage)
+        reranked = rerank_learned(learned, stage, listed, features, clauses=len(request.texts) > 1)
+        served = rank(index, request, 10, learned=learned)
+        assert [h.entry.id for h in served.hits] == [
+            listed.ids[i] for i in reranked.order[:10].tolist()
+        ]
+        assert [h.score for h in served.hits] == [
+            float(reranked.scores[i]) for i in reranked.order[:10].tolist()
+        ]
+        assert served.weak == reranked.weak
+
+
+def test_a_view_leaving_rows_out_never_shortlists_them(sample_registry: Registry) -> None:
+    index: ToolIndex = sample_registry.index
+    absent = np.asarray([e.tool.catalog == "crm" for e in index.entries])
+    request = request_of(sample_registry, ASKS[0])
+    stage = first_stage(index, request, Eligible.whole(index.view_without(absent)))
+    listed, features = learned_inputs(index, request, stage)
+    assert listed.ids
+    assert not any(i.startswith("crm/") for i in listed.ids)
+    assert len(features) == len(listed.ids)
+
+
+def test_a_search_with_nothing_eligible_answers_nothing(sample_registry: Registry) -> None:
+    index = sample_registry.index
+    request = request_of(sample_registry, ASKS[1])
+    nowhere = index.eligible(tools=())
+    assert rank(index, request, 5, eligible=nowhere).hits == []
+    assert rank(index, request, 0).hits == []
+
+
+def test_every_retriever_has_a_ranking_strategy() -> None:
+    assert set(STRATEGIES) == set(Retriever)
