@@ -47,6 +47,44 @@ DATASETS = datasets_dir(
 # Unreachable, those tests fail rather than skip: CI must run them.
 POSTGRES = os.environ.get("CAPREG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 
+# The tiers. Each heavy thing a test can need, by the fixture that provides it, and the marker
+# a test gets when its fixtures reach that one: `item.fixturenames` is the transitive closure,
+# so `sample_registry`, `postgres_dsn` and every fixture built on these are covered.
+# `make test-fast` deselects these markers and `datasets`. A test that needs one without the
+# fixture (a `capreg serve` subprocess loads the model, the Inspector is an npm install, the
+# labeled sets are read through DATASETS) carries the marker in its module.
+TIER_FIXTURES = {
+    "model": "model",
+    "postgres_database": "postgres",
+    "browser": "browser",  # Debian's chromium through Playwright (tests/registry/http)
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in TIER_FIXTURES.items():
+            if fixture in used:
+                item.add_marker(marker)
+
+
+@pytest.fixture(autouse=True)
+def _heavy_fixtures_carry_their_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test that reached a heavy fixture its marker does not announce.
+
+    Collection sees only declared fixtures; one taken with `request.getfixturevalue` shows up
+    here, after the test, so the fast tier can never come to need it unnoticed.
+    """
+    yield
+    unmarked = sorted(
+        f"{fixture} (mark it {marker})"
+        for fixture, marker in TIER_FIXTURES.items()
+        if fixture in request.fixturenames and request.node.get_closest_marker(marker) is None
+    )
+    if unmarked:
+        pytest.fail(f"used without its tier marker: {', '.join(unmarked)}")
+
 
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:

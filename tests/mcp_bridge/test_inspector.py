@@ -23,6 +23,9 @@ INSPECTOR_DIR = Path(__file__).resolve().parent / "inspector"
 INSPECTOR = INSPECTOR_DIR / "node_modules" / ".bin" / "mcp-inspector"
 TRIAGE = "support/ticket_triage"
 
+# The Inspector is an npm install: `make test-fast` leaves these tests out.
+pytestmark = pytest.mark.npm
+
 
 @dataclass(frozen=True, kw_only=True)
 class InspectorRun:

@@ -64,7 +64,7 @@ def _report(name: str, model: Embedder, folder: Path) -> Report:
         store.close()
 
 
-@pytest.mark.slow
+@pytest.mark.datasets
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_search_quality_stays_above_the_committed_floors(
     name: str, model: Embedder, eval_workdir: Path

@@ -216,6 +216,7 @@ async def test_register_catalogs_answers_each_entry_in_order(
         await server.stop(None)
 
 
+@pytest.mark.model  # `capreg serve` loads it to embed the folder
 def test_serve_never_answers_from_a_half_registered_folder(tmp_path: Path) -> None:
     folder = tmp_path / "catalogs"
     folder.mkdir()

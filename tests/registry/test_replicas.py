@@ -26,6 +26,9 @@ from registry.store import PostgresStore
 from tests.conftest import DATA, CountingEmbedder
 from tests.support.server_process import free_port, wait_serving
 
+# Every replica is a `capreg serve` process, which loads the model.
+pytestmark = pytest.mark.model
+
 MINI = (DATA / "mini.yaml").read_text()
 
 

@@ -30,7 +30,7 @@ from tests.support.server_process import serving
 MODEL = "model-a"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         opened: Store = SqliteStore(tmp_path / "store.db")
@@ -280,6 +280,7 @@ def test_an_unreachable_database_is_a_clear_error() -> None:
         PostgresStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", timeout=2)
 
 
+@pytest.mark.model  # `capreg serve` loads it
 def test_serve_runs_on_postgresql_and_names_an_unreachable_one(
     postgres_dsn: str, tmp_path: Path
 ) -> None:

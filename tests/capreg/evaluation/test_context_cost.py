@@ -177,6 +177,7 @@ def test_a_catalogs_folder_needs_labeled_tasks(
     assert "--queries" in capsys.readouterr().err
 
 
+@pytest.mark.model  # `capreg context` embeds the catalogs
 def test_capreg_context_writes_the_report_it_prints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,6 +35,7 @@ def queries_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.model  # `capreg eval` embeds the catalog
 def test_generic_catalogs_and_queries_produce_every_metric(
     queries_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -95,7 +96,8 @@ def test_an_unknown_dataset_folder_is_reported(
     assert "nowhere" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.datasets
+@pytest.mark.model  # `capreg eval` opens its registry with the model
 def test_livemcpbench_bm25_through_the_registry_matches_the_anchor_up_to_ties(
     tmp_path: Path,
 ) -> None:

@@ -91,6 +91,7 @@ def test_a_folder_pool_needs_a_folder(tmp_path: Path) -> None:
         folder_pool(tmp_path / "missing", queries)
 
 
+@pytest.mark.datasets
 def test_one_dataset_pool_holds_only_that_sets_tools_and_tasks() -> None:
     pool = dataset_pool(DATASETS, "livemcpbench")
     assert pool.tasks
@@ -102,6 +103,7 @@ def test_one_dataset_pool_holds_only_that_sets_tools_and_tasks() -> None:
     assert pool.origin.startswith("labeled livemcpbench tasks; tools drawn from livemcpbench (")
 
 
+@pytest.mark.datasets
 def test_a_dataset_pool_names_the_sets_it_can_draw_from() -> None:
     with pytest.raises(EvalError, match="livemcpbench, stabletoolbench"):
         dataset_pool(DATASETS, "seal-tools")

@@ -19,7 +19,7 @@ from registry.core import Registry
 from registry.store import SqliteStore
 from tests.conftest import DATASETS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.datasets
 
 
 def test_retraining_on_the_tuning_splits_reproduces_the_committed_model(

@@ -88,6 +88,7 @@ def test_the_packaged_pipeline_is_mean_pooling_over_256_tokens() -> None:
     assert (pipeline.pooling, pipeline.max_tokens) == ("mean", 256)
 
 
+@pytest.mark.model  # loads it on both backends
 def test_a_pipeline_the_backend_cannot_reproduce_falls_back_to_sentence_transformers(
     tmp_path: Path,
 ) -> None:
@@ -109,6 +110,7 @@ def test_an_unknown_backend_is_refused_by_name() -> None:
         load_embedder(None, "tensorflow")  # type: ignore[arg-type]  # the refusal under test
 
 
+@pytest.mark.model  # exports and loads it
 def test_the_export_is_cached_and_reused(tmp_path: Path) -> None:
     first = OnnxEmbedder(cache_dir=tmp_path)
     exported = list((tmp_path / "onnx").glob("*.onnx"))

@@ -19,7 +19,7 @@ from indexer.evaluation.loaders import (
 )
 from tests.conftest import DATASETS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.datasets
 
 
 @cache

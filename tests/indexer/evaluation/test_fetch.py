@@ -25,6 +25,9 @@ from indexer.evaluation.fetch import (
 from indexer.evaluation.upstream import NOTICE, UPSTREAM
 from tests.conftest import DATASETS
 
+# The fake upstream serves the shared copies of the labeled sets.
+pytestmark = pytest.mark.datasets
+
 LIVE = UPSTREAM["livemcpbench"]
 
 

@@ -131,7 +131,7 @@ def _ties_to(gold_first: bool) -> Callable[[list[tuple[str, float]], frozenset[s
     return reorder
 
 
-@pytest.mark.slow
+@pytest.mark.datasets
 def test_bm25_on_livemcpbench_reproduces_the_published_p1_ndcg10_and_recall10() -> None:
     assert _percentages(_as_ranked) == {
         "precision@1": PUBLISHED["precision@1"],
@@ -141,7 +141,7 @@ def test_bm25_on_livemcpbench_reproduces_the_published_p1_ndcg10_and_recall10() 
     }
 
 
-@pytest.mark.slow
+@pytest.mark.datasets
 def test_bm25_on_livemcpbench_published_figures_lie_within_the_tie_orders() -> None:
     """The published Recall@5 differs from the row-order run only by how one exact tie is
     broken: in the task about Nvidia's stock, yahoo-finance's get_dividends (not gold) and

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+import pytest
 import yaml
 
 from registry.core import Registry
@@ -142,6 +143,7 @@ async def test_the_watch_loop_follows_the_folder_until_stopped(
     await asyncio.wait_for(task, timeout=10)
 
 
+@pytest.mark.model  # `capreg serve` loads it
 def test_serve_watch_registers_and_deletes_files_without_a_restart(tmp_path: Path) -> None:
     folder = tmp_path / "catalogs"
     folder.mkdir()
