@@ -8,7 +8,7 @@ LISTEN ?= 127.0.0.1:50051
 HTTP_LISTEN ?= 127.0.0.1:8080
 PYTEST_ARGS ?=
 
-.PHONY: install serve cluster test lint proto eval train ablation bench fast-paths context clean
+.PHONY: install serve cluster test test-fast lint proto eval train ablation bench fast-paths context clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,13 @@ $(CHROMIUM):
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
 test: $(STAMP) $(INSPECTOR)/node_modules/.installed $(CHROMIUM)
 	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# The tier to run while working: every test that needs none of the model, PostgreSQL,
+# chromium, the npm Inspector or the labeled datasets (the markers tests/conftest.py sets), so
+# neither chromium nor the Inspector is installed. `make test` stays the whole suite (CI).
+FAST_TESTS := not model and not postgres and not browser and not npm and not datasets
+test-fast: $(STAMP)
+	$(PY) -m pytest -m '$(FAST_TESTS)' $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
