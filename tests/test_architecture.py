@@ -11,7 +11,15 @@ import pytest
 
 from registry.proto import registry_pb2
 from registry.rpc.servicer import CapabilityRegistryServicer
-from tests.support.layout import cycles, import_graph, module_name, source_files, within
+from tests.support.layout import (
+    MAX_MODULE_LINES,
+    cycles,
+    import_graph,
+    module_name,
+    oversized,
+    source_files,
+    within,
+)
 
 GRAPH = import_graph()
 INDEXER_BASE = ("indexer.model", "indexer.naming", "indexer.errors", "indexer.documents")
@@ -26,6 +34,10 @@ INDEXER_ALLOWED = {
 
 def test_there_are_no_import_cycles() -> None:
     assert cycles(GRAPH) == []
+
+
+def test_every_hand_written_module_fits_one_responsibility() -> None:
+    assert oversized() == [], f"split modules over {MAX_MODULE_LINES} lines by responsibility"
 
 
 def test_the_indexer_never_imports_the_service_or_the_bridge() -> None:

@@ -91,6 +91,31 @@ def cycles(graph: Graph) -> list[list[str]]:
     return found
 
 
+# Past this a module holds a second responsibility (STYLE: aim for 50-300 lines).
+MAX_MODULE_LINES = 450
+HAND_WRITTEN = (*PACKAGES, "bench", "tests", "proto")
+
+
+def hand_written(root: Path = ROOT) -> Iterator[Path]:
+    """Every Python file a person writes: the packages, benchmarks, tests and the proto
+    script; generated `*_pb2*` modules and installed dependencies left out."""
+    for folder in HAND_WRITTEN:
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root).parts
+            if "_pb2" not in path.name and "node_modules" not in parts:
+                yield path
+
+
+def line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def oversized(root: Path = ROOT) -> list[tuple[int, str]]:
+    """Hand-written modules over MAX_MODULE_LINES, largest first."""
+    found = [(line_count(p), p.relative_to(root).as_posix()) for p in hand_written(root)]
+    return sorted(((n, name) for n, name in found if n > MAX_MODULE_LINES), reverse=True)
+
+
 def within(name: str, *prefixes: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
@@ -98,12 +123,10 @@ def within(name: str, *prefixes: str) -> bool:
 def report(root: Path) -> str:
     graph = import_graph(root)
     sizes = sorted(
-        (
-            (len(p.read_text(encoding="utf-8").splitlines()), p.relative_to(root).as_posix())
-            for p in source_files(root)
-        ),
+        ((line_count(p), p.relative_to(root).as_posix()) for p in source_files(root)),
         reverse=True,
     )
+    large = oversized(root)
     found = cycles(graph)
     lines = [
         f"{root}: {len(graph)} modules, {sum(len(t) for t in graph.values())} project imports",
@@ -111,6 +134,8 @@ def report(root: Path) -> str:
         *(f"  {' <-> '.join(cycle)}" for cycle in found),
         "largest modules (lines):",
         *(f"  {lines:5d}  {path}" for lines, path in sizes[:5]),
+        f"hand-written modules over {MAX_MODULE_LINES} lines (with bench, tests): {len(large)}",
+        *(f"  {lines:5d}  {path}" for lines, path in large),
     ]
     return "\n".join(lines)
 
