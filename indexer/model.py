@@ -14,6 +14,9 @@ JsonObject = dict[str, Any]
 # A tool carries at most this many links, declared and derived together: GetSchema answers up
 # to 50 tools at once, and a link list is read by a model, not browsed.
 MAX_LINKS = 32
+# Search reads at most this much of a tool's description (the rest stays in its schema): the
+# model sees a few hundred tokens anyway, and one long description must not dominate BM25.
+EMBEDDED_DESCRIPTION = 8_192
 
 
 def canonical_json(value: object) -> str:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.workflows import workflow_warnings
-from indexer.model import Catalog, Tool
+from indexer.model import EMBEDDED_DESCRIPTION, Catalog, Tool
 from indexer.naming import FUNCTION_NAME, MAX_LENGTH
 
 MAX_DEPTH = 4  # nested parameter levels checked for descriptions
@@ -145,6 +145,11 @@ def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
     if key and key in seen:
         yield f": has the same description as '{seen[key]}'; search cannot tell them apart"
     seen.setdefault(key, tool.name)
+    if len(tool.description) > EMBEDDED_DESCRIPTION:
+        yield (
+            f": description is {len(tool.description):,} characters; search reads the first "
+            f"{EMBEDDED_DESCRIPTION:,} (put what the tool does first)"
+        )
     if len(tool.name) > MAX_LENGTH:
         yield (
             f": name is {len(tool.name)} characters; function-calling APIs accept at most "

@@ -34,7 +34,10 @@ WORKFLOW_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 MAX_CONTENT_BYTES = 32 * 1024 * 1024
 MAX_TOOLS = 50_000
 MAX_TOOL_NAME = 128
-MAX_DESCRIPTION = 8_192
+# Real servers write long descriptions (AWS CloudWatch's get_metric_data: 8,879 characters; Neon's
+# compare_database_schema: 10,574), so a catalog accepts up to 64 KiB of one. Search reads the
+# first EMBEDDED_DESCRIPTION characters (indexer.model), and lint and registration warn past it.
+MAX_DESCRIPTION = 65_536
 MAX_CATALOG_DESCRIPTION = 2_000
 MAX_TITLE = 200
 MAX_VERSION = 64

@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from indexer.model import Tool
+from indexer.model import EMBEDDED_DESCRIPTION, Tool
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_\-./:]+")
@@ -36,7 +36,7 @@ def document_text(tool: Tool, catalog_title: str = "") -> str:
     lines = [
         f"{catalog_title or tool.catalog}: {split_identifier(tool.name)}"
         + (f" ({tool.title})" if tool.title else ""),
-        tool.description.strip(),
+        tool.description.strip()[:EMBEDDED_DESCRIPTION],
     ]
     parameters = _parameters(tool.input_schema)
     if parameters:

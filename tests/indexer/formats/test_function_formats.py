@@ -126,8 +126,8 @@ def test_malformed_anthropic_entries_are_rejected_naming_each_entry() -> None:
 
 
 def test_size_limits_are_shared_with_the_native_format() -> None:
-    document = [{"name": "a", "description": "x" * 9000, "input_schema": {"type": "object"}}]
-    assert "[0] 'a'.description: must be at most 8192 characters" in _problems(document)
+    document = [{"name": "a", "description": "x" * 70_000, "input_schema": {"type": "object"}}]
+    assert "[0] 'a'.description: must be at most 65536 characters" in _problems(document)
 
 
 def test_every_file_but_a_native_one_is_named_by_its_stem(tmp_path: Path) -> None:

@@ -58,6 +58,16 @@ def test_missing_and_one_word_descriptions_are_warned_about() -> None:
     )
 
 
+def test_a_description_past_what_search_reads_registers_with_a_warning() -> None:
+    # AWS CloudWatch's get_metric_data describes itself in 8,879 characters.
+    long = "Retrieves metric data points for one or more CloudWatch metrics. " + "x " * 4_500
+    warnings = _warnings(_tool("get_metric_data", long))
+    assert warnings == [
+        f"tool 'get_metric_data': description is {len(long):,} characters; search reads the "
+        "first 8,192 (put what the tool does first)"
+    ]
+
+
 def test_duplicate_descriptions_are_warned_about() -> None:
     text = "Returns the weather forecast for a city."
     warnings = _warnings(_tool("a", text), _tool("b", "  returns the WEATHER forecast for a city."))

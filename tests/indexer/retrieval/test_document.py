@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.model import Tool
+from indexer.model import EMBEDDED_DESCRIPTION, Tool
 from indexer.retrieval.document import document_text, split_identifier, summary
 
 
@@ -34,6 +34,17 @@ def test_document_holds_catalog_name_description_and_parameters() -> None:
         "Id like E1",
     ):
         assert fragment in text
+
+
+def test_a_long_description_is_read_up_to_a_bound() -> None:
+    description = "Compares a branch's schema with its parent's. " + "y" * 20_000 + " TAIL"
+    tool = Tool(
+        catalog="neon", name="compare_database_schema", description=description, input_schema={}
+    )
+    text = document_text(tool)
+    assert "Compares a branch's schema with its parent's." in text
+    assert "TAIL" not in text
+    assert len(text) < EMBEDDED_DESCRIPTION + 200
 
 
 def test_summary_is_the_first_sentence() -> None:
