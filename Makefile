@@ -79,9 +79,10 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy docs/examples
 
-# Held-out parts only (and seal-tools dev, the first tuning split, for reference): the
-# tuning parts of MetaTool and StableToolBench are what `make train` fits on.
-EVAL_SETS := livemcpbench livemcpbench:steps seal-tools:dev seal-tools:test_in_domain seal-tools:test_out_domain stabletoolbench metatool metatool-multi
+# Held-out parts only (and seal-tools dev and mcp-agentstyle part A, tuning splits, for
+# reference): the tuning parts of MetaTool and StableToolBench are what `make train` fits on.
+# mcp-agentstyle is part B, held out: goal-phrased requests over real MCP servers, per kind.
+EVAL_SETS := livemcpbench livemcpbench:steps seal-tools:dev seal-tools:test_in_domain seal-tools:test_out_domain stabletoolbench metatool metatool-multi mcp-agentstyle mcp-agentstyle:tuning
 RESULTS := docs/results
 EVAL_RETRIEVERS := --retriever bm25 --retriever dense --retriever hybrid-blend --retriever hybrid-no-lexical --retriever hybrid-no-intents --retriever hybrid-no-catalog --retriever hybrid-no-cut --retriever hybrid-no-literal --retriever hybrid-clauses-apart --retriever hybrid-z --retriever hybrid-minmax --retriever hybrid-rrf --retriever default
 

@@ -23,7 +23,7 @@ from capreg.evaluation.runner import (
 )
 from indexer.evaluation.datasets import DATASET_NAMES, datasets_dir
 from indexer.evaluation.metrics import KS
-from indexer.evaluation.report import Report, format_table, plot_recall, write_json
+from indexer.evaluation.report import Report, format_kinds, format_table, plot_recall, write_json
 from indexer.retrieval.retrievers import RETRIEVERS, Retriever
 from registry.wire import DEFAULT_LIMIT
 
@@ -83,6 +83,8 @@ def _report(args: argparse.Namespace) -> int:
         f"(returned: limit {cut} and the registry's own cut)"
     )
     print(format_table(reports))
+    if kinds := format_kinds(reports):
+        print(f"\nPer kind (percent):\n{kinds}")
     if first.none["queries"]:
         for report in reports:
             print(
@@ -116,6 +118,14 @@ def write_markdown(reports: Sequence[Report], path: Path, args: argparse.Namespa
         format_table(reports),
         "",
     ]
+    if kinds := format_kinds(reports):
+        lines += [
+            "Per kind of request: P@1 and R@5 of each answerable kind; the share of each",
+            "kind flagged weak_match (for `none`, the catch rate).",
+            "",
+            kinds,
+            "",
+        ]
     if first.none["queries"]:
         lines.append(f"No-match queries: {first.none}")
     path.parent.mkdir(parents=True, exist_ok=True)

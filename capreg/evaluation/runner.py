@@ -133,7 +133,8 @@ def follow_renames(
 
 
 def read_queries(path: Path) -> list[LabeledQuery]:
-    """JSON lines of {"id", "query", "relevant": ["<catalog>/<tool>", ...]}."""
+    """JSON lines of {"id", "query", "relevant": ["<catalog>/<tool>", ...], "kind"}; "kind"
+    (optional: paraphrase, multi, exact, none or any label) groups the figures per kind."""
     queries = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -144,14 +145,17 @@ def read_queries(path: Path) -> list[LabeledQuery]:
             continue
         try:
             entry = json.loads(line)
-            relevant = entry.get("relevant", [])
+            relevant, kind = entry.get("relevant", []), entry.get("kind", "")
             if not isinstance(entry["query"], str) or not isinstance(relevant, list):
                 raise TypeError("query must be a string and relevant a list")
+            if not isinstance(kind, str):
+                raise TypeError("kind must be a string")
             queries.append(
                 LabeledQuery(
                     id=str(entry.get("id", number)),
                     query=entry["query"],
                     relevant=frozenset(relevant),
+                    kind=kind,
                 )
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

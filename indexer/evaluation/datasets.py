@@ -8,6 +8,7 @@ from pathlib import Path
 from indexer.evaluation.labeled_sets import CatalogSource, Dataset, LabeledQuery
 from indexer.evaluation.loaders import (
     load_livemcpbench,
+    load_mcp_agentstyle,
     load_metatool,
     load_metatool_multi,
     load_seal_tools,
@@ -72,6 +73,15 @@ _LOADERS: dict[str, tuple[str, Callable[[Path], Dataset]]] = {
     "metatool:tuning": ("metatool", lambda folder: load_metatool(folder, "tuning")),
     "metatool:all": ("metatool", load_metatool),
     "metatool-multi": ("metatool", load_metatool_multi),
+    # Part B, held out; part A is the tuning split.
+    "mcp-agentstyle": (
+        "mcp-agentstyle",
+        lambda folder: load_mcp_agentstyle(folder, "held-out"),
+    ),
+    "mcp-agentstyle:tuning": (
+        "mcp-agentstyle",
+        lambda folder: load_mcp_agentstyle(folder, "tuning"),
+    ),
 }
 
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)

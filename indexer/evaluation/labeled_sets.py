@@ -24,6 +24,9 @@ class LabeledQuery:
     relevant: frozenset[str]
     # A task annotated step by step: searched one step at a time (the `:steps` splits).
     steps: tuple[str, ...] = ()
+    # How the request is written, where a set says (mcp-agentstyle: paraphrase, multi, exact,
+    # none); reports give figures per kind.
+    kind: str = ""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -322,3 +322,33 @@ def load_metatool_multi(folder: Path) -> Dataset:
         for index, row in enumerate(_read_json(folder / "multi_tool_query_golden.json"))
     )
     return Dataset(name="metatool-multi", catalogs=(_metatool_catalog(folder),), queries=queries)
+
+
+# --- mcp-agentstyle -------------------------------------------------------------------------
+# Real MCP servers' tools/list answers and hand-written requests that state a goal. Part A
+# (developer and cloud tooling) is a tuning split; part B (business, productivity, commerce) is
+# held out: it is loaded for reports only.
+AGENTSTYLE_PARTS = {"tuning": "part-a", "held-out": "part-b"}
+AGENTSTYLE_KINDS = ("paraphrase", "multi", "exact", "none")
+
+
+def load_mcp_agentstyle(folder: Path, part: Literal["tuning", "held-out"]) -> Dataset:
+    root = folder / AGENTSTYLE_PARTS[part]
+    catalogs = tuple(
+        CatalogSource(name=path.stem, content=path.read_text(encoding="utf-8"), format="mcp")
+        for path in sorted((root / "catalogs").glob("*.json"))
+    )
+    queries = []
+    for row in _read_jsonl(root / "queries.jsonl"):
+        if row["kind"] not in AGENTSTYLE_KINDS:
+            raise ValueError(f"{root}: query {row['id']}: unknown kind {row['kind']!r}")
+        queries.append(
+            LabeledQuery(
+                id=row["id"],
+                query=row["query"],
+                relevant=frozenset(row["relevant"]),
+                kind=row["kind"],
+            )
+        )
+    name = "mcp-agentstyle" + (":tuning" if part == "tuning" else "")
+    return Dataset(name=name, catalogs=catalogs, queries=tuple(queries))

@@ -56,6 +56,9 @@ class Report:
     none: dict[str, float | int]
     recall_curve: dict[int, float]
     per_query: list[dict[str, Any]] = field(default_factory=list)
+    # Per request kind, where the set labels kinds: the metrics over that kind's answerable
+    # queries, and how often its queries were flagged weak (for "none", the catch rate).
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
         summary = {
@@ -67,6 +70,8 @@ class Report:
             "none": self.none,
             "recall_curve": {str(k): v for k, v in self.recall_curve.items()},
         }
+        if self.by_kind:
+            summary["by_kind"] = self.by_kind
         return {**summary, "per_query": self.per_query} if per_query else summary
 
 
@@ -89,6 +94,7 @@ def run(
     per_query = []
     stepwise: list[dict[str, float]] = []
     weak_on_none = weak_on_answerable = none_count = 0
+    kinds: dict[str, list[tuple[Answer, frozenset[str]]]] = {}
     for query in tqdm(queries, desc=f"{dataset} {retriever}", disable=not progress, unit="q"):
         if query.steps:
             # One search per annotated step, as an agent using the bridge makes them.
@@ -123,6 +129,7 @@ def run(
                 "weak": answer.weak,
             }
         )
+        kinds.setdefault(query.kind, []).append((answer, query.relevant))
         if not query.relevant:
             none_count += 1
             weak_on_none += answer.weak
@@ -151,7 +158,47 @@ def run(
         none=none,
         recall_curve=curve,
         per_query=per_query,
+        by_kind=kind_figures(kinds, ks) if set(kinds) != {""} else {},
     )
+
+
+def kind_figures(
+    kinds: dict[str, list[tuple[Answer, frozenset[str]]]], ks: Sequence[int]
+) -> dict[str, dict[str, float]]:
+    """Per kind: its query count, the share flagged weak, and (for answerable kinds) the
+    metrics over its queries."""
+    figures: dict[str, dict[str, float]] = {}
+    for kind, answered in sorted(kinds.items()):
+        judged = [(a.ranked, gold, a.returned) for a, gold in answered if gold]
+        figures[kind or "unlabelled"] = {
+            "queries": float(len(answered)),
+            "flagged_weak": sum(a.weak for a, _ in answered) / len(answered),
+            **(evaluate(judged, ks) if judged else {}),
+        }
+    return figures
+
+
+def format_kinds(reports: Iterable[Report]) -> str:
+    """A markdown table of the per-kind figures: P@1 and R@5 per answerable kind, the share
+    of each kind flagged weak."""
+    rows = [r for r in reports if r.by_kind]
+    if not rows:
+        return ""
+    kinds = list(rows[0].by_kind)
+    header = ["retriever"]
+    for kind in kinds:
+        header += [f"{kind} flagged"] if kind == "none" else [f"{kind} P@1", f"{kind} R@5"]
+    header.append("answerable flagged")
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for report in rows:
+        cells = [report.retriever]
+        for kind in kinds:
+            figures = report.by_kind.get(kind, {})
+            wanted = ["flagged_weak"] if kind == "none" else ["precision@1", "recall@5"]
+            cells += [f"{figures[w] * 100:.2f}" if w in figures else "—" for w in wanted]
+        cells.append(f"{report.none['false_weak_rate'] * 100:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _stepwise_report(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ def _raw(relative: str) -> Any:
         ("metatool:tuning", 199, 3995),
         ("metatool-multi", 199, 497),
         ("livemcpbench:steps", 525, 94),
+        ("mcp-agentstyle:tuning", 316, 174),
+        ("mcp-agentstyle", 295, 162),
     ],
 )
 def test_each_dataset_has_its_published_tool_and_query_counts(
@@ -74,8 +77,24 @@ def test_each_dataset_has_its_published_tool_and_query_counts(
 def test_every_gold_id_names_a_tool_in_the_catalogs(name: str) -> None:
     known = set(_tool_ids(name))
     for query in _dataset(name).queries:
-        assert query.relevant, query.id
+        # Only a request labelled "none" may have no gold: nothing in its corpus serves it.
+        assert query.relevant or query.kind == "none", query.id
         assert query.relevant <= known, query.id
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("mcp-agentstyle:tuning", {"paraphrase": 100, "multi": 37, "exact": 12, "none": 25}),
+        ("mcp-agentstyle", {"paraphrase": 85, "multi": 37, "exact": 12, "none": 28}),
+    ],
+)
+def test_the_agentstyle_parts_label_each_request_with_its_kind(
+    name: str, kinds: dict[str, int]
+) -> None:
+    queries = _dataset(name).queries
+    assert Counter(q.kind for q in queries) == kinds
+    assert all(not q.relevant for q in queries if q.kind == "none")
 
 
 @pytest.mark.parametrize("name", DATASET_NAMES)
