@@ -14,11 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.retrieval.effects import is_destructive
 from indexer.retrieval.features import SHORTLIST, ShortlistFacts, candidate_features
 from indexer.retrieval.first_stage import FirstStage, Request, first_stage
 from indexer.retrieval.learned import LearnedStage
 from indexer.retrieval.segment import IndexedTool
 from indexer.retrieval.tool_index import Eligible, Hit, ToolIndex
+
+# A destructive lone answer gains a close tool that destroys nothing (see `safer_alternative`).
+CLOSE_RANK = 4
+CLOSE_SHARE = 0.25
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -200,7 +205,29 @@ def cut(
     scores, positions = reranked.scores, listed.positions
     tops = sorted(set(reranked.confident), key=lambda i: (-scores[i], int(positions[i])))
     final = list(dict.fromkeys([*range(listed.front), *tops]))
+    if len(final) == 1 and (safer := safer_alternative(listed, reranked, final[0])) is not None:
+        final.append(safer)
     return np.asarray(final, dtype=np.int64)[:limit]
+
+
+def safer_alternative(listed: Shortlist, reranked: Reranked, answer: int) -> int | None:
+    """When the confident set is one destructive tool (a delete, a rollback), the best tool
+    that destroys nothing and scores close to it, if any: which of the two the request wants
+    is not the registry's to decide. Close means within a quarter of the drop in score from the
+    answer to the CLOSE_RANK-th tool of the order, among the tools ranked before that."""
+    if not is_destructive(listed.entries[answer].tool):
+        return None
+    order, scores = reranked.order.tolist(), reranked.scores
+    if not order or order[0] != answer:
+        return None
+    reach = order[1:CLOSE_RANK]
+    spread = scores[answer] - scores[order[min(CLOSE_RANK, len(order) - 1)]]
+    for other in reach:
+        if scores[answer] - scores[other] > spread * CLOSE_SHARE:
+            return None
+        if not is_destructive(listed.entries[other].tool):
+            return int(other)
+    return None
 
 
 def hits(

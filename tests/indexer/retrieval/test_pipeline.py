@@ -146,3 +146,20 @@ def test_a_search_with_nothing_eligible_answers_nothing(sample_registry: Registr
 
 def test_every_retriever_has_a_ranking_strategy() -> None:
     assert set(STRATEGIES) == set(Retriever)
+
+
+def test_a_lone_destructive_answer_comes_with_a_close_tool_that_changes_nothing(
+    sample_registry: Registry,
+) -> None:
+    # The read-only metrics answer the question; a rollback scores just above them.
+    asked = "why did checkout latency spike after yesterday's deploy"
+    answer = sample_registry.search(asked, 0).hits
+    assert [h.entry.id for h in answer] == ["devops/rollback_deployment", "devops/query_metrics"]
+
+
+def test_a_destructive_answer_far_ahead_of_the_rest_stands_alone(
+    sample_registry: Registry,
+) -> None:
+    asked = "the deploy broke checkout, put back the previous version"
+    answer = sample_registry.search(asked, 0).hits
+    assert [h.entry.id for h in answer] == ["devops/rollback_deployment"]
