@@ -21,6 +21,22 @@ WEAK_MATCH = (
     "Weak match: even the best hit scores below the registry's confidence floor. Rephrase "
     "the need, or tell the user no tool fits, rather than relying on these hits."
 )
+# What a weak answer's reason asks of the agent.
+WEAK_NOTES = {
+    pb.WEAK_REASON_NO_CLOSE_TOOL: (
+        "Weak match: no tool is close to this need. Tell the user no tool here does it, or "
+        "rephrase once with other words; do not call these hits for it."
+    ),
+    pb.WEAK_REASON_NEAREST_TOOLS_ALIKE: (
+        "Weak match: these tools score alike and none stands out. Ask the user which is "
+        "meant, or search again with the detail that tells them apart."
+    ),
+}
+WEAK_REASON_NAMES = {
+    pb.WEAK_REASON_NO_CLOSE_TOOL: "no_close_tool",
+    pb.WEAK_REASON_NEAREST_TOOLS_ALIKE: "nearest_tools_alike",
+    pb.WEAK_REASON_NOTHING_ELIGIBLE: "nothing_eligible",
+}
 # One line for every answer instead of a ready call per hit: the bridge's tool names are
 # fixed, so a per-hit call repeated the same words five times.
 FETCH = f"Fetch the ones you will use with {GET_TOOL_SCHEMA}, ids as shown."
@@ -73,10 +89,13 @@ def search_payload(reply: pb.SearchResponse) -> Payload:
     if not hits:
         note = NO_MATCH
     elif reply.weak_match:
-        note = WEAK_MATCH
+        note = WEAK_NOTES.get(reply.weak_reason, WEAK_MATCH)
     else:
         note = FETCH
-    return {"hits": hits, "weak_match": reply.weak_match, "note": note}
+    payload: Payload = {"hits": hits, "weak_match": reply.weak_match, "note": note}
+    if reply.weak_match and reply.weak_reason in WEAK_REASON_NAMES:
+        payload["weak_reason"] = WEAK_REASON_NAMES[reply.weak_reason]
+    return payload
 
 
 def search_text(payload: Payload) -> str:

@@ -18,7 +18,8 @@ from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from registry.auth.scopes import Grants
 from registry.config import CatalogPolicy, SearchSettings
 from registry.queries import QueryEncoder
-from registry.reader import ALL, CatalogSummary, Reader, SearchOutcome, Snapshot
+from registry.reader import Reader, SearchOutcome
+from registry.snapshot import ALL, CatalogSummary, Snapshot
 from registry.store import Store
 from registry.writer import RegisterOutcome, Writer
 

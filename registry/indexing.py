@@ -20,7 +20,7 @@ from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
-from registry.reader import CatalogView
+from registry.snapshot import CatalogView
 from registry.store import Store, StoredCatalog
 
 logger = logging.getLogger(__name__)

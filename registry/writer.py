@@ -28,7 +28,7 @@ from registry.document_vectors import DocumentVectors
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
 from registry.indexing import LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
-from registry.reader import Snapshot
+from registry.snapshot import Snapshot
 from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 

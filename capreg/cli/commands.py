@@ -185,7 +185,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(reply.hits, 1):
         print(f"{rank}. {hit.id}  ({hit.score:.3f})\n   {hit.summary}")
     if reply.weak_match:
-        print("note: no strong match; rephrase the need or check the catalogs")
+        print(f"note: no strong match ({WEAK_HINTS.get(reply.weak_reason, WEAK_HINT)})")
     cached = ", cached" if reply.cached else ""
     print(f"[{elapsed:.1f} ms, index generation {reply.index_generation}{cached}]")
     if reply.hits:
@@ -273,6 +273,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
     else:
         print(f"deleted {reply.catalog}: {reply.removed} tools removed")
     return 0
+
+
+WEAK_HINT = "rephrase the need or check the catalogs"
+WEAK_HINTS = {
+    pb.WEAK_REASON_NO_CLOSE_TOOL: "no tool is close; nothing here may do this",
+    pb.WEAK_REASON_NEAREST_TOOLS_ALIKE: "the nearest tools score alike; add what tells them apart",
+    pb.WEAK_REASON_NOTHING_ELIGIBLE: "no tool in the catalogs or state asked for is visible",
+}
 
 
 def client_parser(

@@ -4,7 +4,7 @@ Reading checks a link's own shape (`rel`, `target`, `arguments`). Resolving wait
 tool of the catalog is read, because a bare target names a tool of the same catalog and the
 argument names must be that tool's inputs. A target in another catalog (`other/tool`) is
 kept as written: whether it exists, and whether a caller may see it, is known only when a
-schema is read (see `registry.reader.Snapshot.schemas`).
+schema is read (see `registry.snapshot.Snapshot.schemas`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,20 @@ CONFIDENCE_FEATURES = (
 )
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 TENTH = 9
+# The facts that say how close the best tool is, and those that say how far it stands out.
+_CLOSENESS = (0, 1, 3)
+_STANDING_OUT = (2, 4)
+
+
+class WeakReason(StrEnum):
+    """Why an answer is weak."""
+
+    # Nothing is near the request.
+    NO_CLOSE_TOOL = "no_close_tool"
+    # Tools are near, but alike: none stands out.
+    NEAREST_TOOLS_ALIKE = "nearest_tools_alike"
+    # Nothing the caller may see was eligible.
+    NOTHING_ELIGIBLE = "nothing_eligible"
 
 
 class ModelFileError(ValueError):
@@ -214,6 +229,15 @@ class WeakMatch:
         result: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-z))
         return result
 
+    def reason(self, facts: NDArray[np.float64]) -> WeakReason:
+        """Which group of facts weighs most against the answer: how close the best tool is
+        (its cosine, how far it stands above the corpus, the ranker's score for it), or how
+        far it stands out from the next ones (above the tenth, the ranker's margin)."""
+        pulls = (facts - self.mean) / self.scale * self.coef
+        close = float(pulls[list(_CLOSENESS)].sum())
+        apart = float(pulls[list(_STANDING_OUT)].sum())
+        return WeakReason.NEAREST_TOOLS_ALIKE if apart < close else WeakReason.NO_CLOSE_TOOL
+
     def to_json(self) -> dict[str, Any]:
         return {
             "features": list(CONFIDENCE_FEATURES),
@@ -291,6 +315,16 @@ class LearnedStage:
         (an answer is ordered by its scores, ties by id: docs/api.md)."""
         learned = self.ranker.predict(features[:, list(self.columns)])
         return learned + TIE_BREAK * features[:, _COLUMN["blend_score"]].astype(np.float64)
+
+    def weak_reason(
+        self, learned: NDArray[np.float64], features: NDArray[np.float32]
+    ) -> WeakReason | None:
+        """Why a weak answer is weak (call it on answers `is_weak` flags): the group of facts
+        that pulls the classifier's odds down most."""
+        if self.weak is None or not len(learned) or best_cosine(features) < self.weak.cosine_floor:
+            return WeakReason.NO_CLOSE_TOOL
+        facts = confidence_features(learned, features)
+        return self.weak.reason(facts)
 
     def is_weak(self, learned: NDArray[np.float64], features: NDArray[np.float32]) -> bool | None:
         """Whether the answer is weak, or None without a weak-match model."""

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from indexer.retrieval.effects import is_destructive
 from indexer.retrieval.features import SHORTLIST, ShortlistFacts, candidate_features
 from indexer.retrieval.first_stage import FirstStage, Request, first_stage
-from indexer.retrieval.learned import LearnedStage
+from indexer.retrieval.learned import LearnedStage, WeakReason
 from indexer.retrieval.segment import IndexedTool
 from indexer.retrieval.tool_index import Eligible, Hit, ToolIndex
 
@@ -33,6 +33,8 @@ class HybridAnswer:
 
     hits: list[Hit]
     weak: bool | None
+    # Why, when weak.
+    reason: WeakReason | None = None
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -60,6 +62,7 @@ class Reranked:
     order: NDArray[np.int64]
     confident: list[int]
     weak: bool | None = None
+    reason: WeakReason | None = None
 
 
 def rank(
@@ -87,7 +90,11 @@ def rank(
         listed, features = learned_inputs(index, request, stage)
         reranked = rerank_learned(learned, stage, listed, features, clauses=len(request.texts) > 1)
     final = cut(listed, reranked, limit, confident_only=confident_only)
-    return HybridAnswer(hits=hits(stage, listed, reranked.scores, final), weak=reranked.weak)
+    return HybridAnswer(
+        hits=hits(stage, listed, reranked.scores, final),
+        weak=reranked.weak,
+        reason=reranked.reason,
+    )
 
 
 def shortlist(index: ToolIndex, stage: FirstStage, *, depth: int = SHORTLIST) -> Shortlist:
@@ -184,7 +191,8 @@ def rerank_learned(
         tops += [where[int(t)] for t in stage.ranking.intent_tops]
     # The answer's confidence reads the whole shortlist in its final order.
     weak = learned.is_weak(scores[order], features[order])
-    return Reranked(scores=scores, order=order, confident=tops, weak=weak)
+    reason = learned.weak_reason(scores[order], features[order]) if weak else None
+    return Reranked(scores=scores, order=order, confident=tops, weak=weak, reason=reason)
 
 
 def _order(listed: Shortlist, scores: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from indexer.retrieval.adapter import QueryAdapter
 from indexer.retrieval.first_stage import Request
 from indexer.retrieval.fusion import ALL_LEVERS, Levers, split_intents
-from indexer.retrieval.learned import LearnedStage
+from indexer.retrieval.learned import LearnedStage, WeakReason
 from indexer.retrieval.pipeline import rank
 from indexer.retrieval.scaling import Scaling
 from indexer.retrieval.tool_index import Hit, ToolIndex, Visibility
@@ -93,6 +93,18 @@ class Search:
 class Answer:
     hits: list[Hit]
     weak: bool
+    # Why, when weak (None when not).
+    reason: WeakReason | None = None
+
+    @classmethod
+    def judged(cls, hits: list[Hit], close: bool) -> Answer:
+        """An answer the cosine rule judges: weak when nothing was eligible, or when the best
+        similarity is not `close`."""
+        if not hits:
+            return cls(hits=hits, weak=True, reason=WeakReason.NOTHING_ELIGIBLE)
+        if not close:
+            return cls(hits=hits, weak=True, reason=WeakReason.NO_CLOSE_TOOL)
+        return cls(hits=hits, weak=False)
 
 
 class Strategy(Protocol):
@@ -110,7 +122,8 @@ def rank_lexical(index: ToolIndex, search: Search, _models: Models) -> Answer:
         visible=search.visible,
         tools=search.tools,
     )
-    return Answer(hits=hits, weak=not hits)
+    # BM25 judges no closeness: a hit shares a word with the request.
+    return Answer.judged(hits, close=True)
 
 
 def rank_dense(index: ToolIndex, search: Search, models: Models) -> Answer:
@@ -119,7 +132,7 @@ def rank_dense(index: ToolIndex, search: Search, models: Models) -> Answer:
     hits = index.search(
         vector, search.limit, catalogs=search.catalogs, visible=search.visible, tools=search.tools
     )
-    return Answer(hits=hits, weak=not hits or hits[0].score < models.weak_score)
+    return Answer.judged(hits, close=bool(hits) and hits[0].score >= models.weak_score)
 
 
 @dataclass(frozen=True)
@@ -144,11 +157,11 @@ class Hybrid:
             learned=learned,
         )
         hits = answer.hits
+        if not hits:
+            return Answer.judged(hits, close=False)
         if answer.weak is not None:
-            return Answer(hits=hits, weak=answer.weak)
-        return Answer(
-            hits=hits, weak=not hits or max(h.similarity for h in hits) < models.weak_score
-        )
+            return Answer(hits=hits, weak=answer.weak, reason=answer.reason)
+        return Answer.judged(hits, close=max(h.similarity for h in hits) >= models.weak_score)
 
 
 STRATEGIES: dict[Retriever, Strategy] = {

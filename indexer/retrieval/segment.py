@@ -38,7 +38,7 @@ class IndexedTool:
     catalog_version: str
     catalog_revision: int
     # Declared and derived (indexer/derived_links.py), to any tool: who may follow which is decided
-    # when a schema is read (registry.reader.Snapshot.schemas).
+    # when a schema is read (registry.snapshot.Snapshot.schemas).
     links: tuple[ToolLink, ...] = ()
 
     @property

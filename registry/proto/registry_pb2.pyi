@@ -22,6 +22,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -32,6 +33,43 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _WeakReason:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _WeakReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_WeakReason.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    WEAK_REASON_UNSPECIFIED: _WeakReason.ValueType  # 0
+    WEAK_REASON_NO_CLOSE_TOOL: _WeakReason.ValueType  # 1
+    """No tool is close to the request: nothing this caller may see does it. Tell the user, or
+    rephrase once with other words.
+    """
+    WEAK_REASON_NEAREST_TOOLS_ALIKE: _WeakReason.ValueType  # 2
+    """Tools are near the request but score alike and none stands out: ask the user which is
+    meant, or add the detail that tells them apart.
+    """
+    WEAK_REASON_NOTHING_ELIGIBLE: _WeakReason.ValueType  # 3
+    """Nothing this caller may see is eligible (in the catalogs, or the workflow state, asked
+    for).
+    """
+
+class WeakReason(_WeakReason, metaclass=_WeakReasonEnumTypeWrapper): ...
+
+WEAK_REASON_UNSPECIFIED: WeakReason.ValueType  # 0
+WEAK_REASON_NO_CLOSE_TOOL: WeakReason.ValueType  # 1
+"""No tool is close to the request: nothing this caller may see does it. Tell the user, or
+rephrase once with other words.
+"""
+WEAK_REASON_NEAREST_TOOLS_ALIKE: WeakReason.ValueType  # 2
+"""Tools are near the request but score alike and none stands out: ask the user which is
+meant, or add the detail that tells them apart.
+"""
+WEAK_REASON_NOTHING_ELIGIBLE: WeakReason.ValueType  # 3
+"""Nothing this caller may see is eligible (in the catalogs, or the workflow state, asked
+for).
+"""
+Global___WeakReason: _TypeAlias = WeakReason  # noqa: Y015
 
 @_typing.final
 class SearchRequest(_message.Message):
@@ -143,6 +181,7 @@ class SearchResponse(_message.Message):
     INDEX_GENERATION_FIELD_NUMBER: _builtins.int
     WEAK_MATCH_FIELD_NUMBER: _builtins.int
     CACHED_FIELD_NUMBER: _builtins.int
+    WEAK_REASON_FIELD_NUMBER: _builtins.int
     index_generation: _builtins.int
     """The generation of what this caller may see that answered: it increases whenever a
     catalog the caller may see (in whole or in part) changes, and never because of a change
@@ -156,6 +195,10 @@ class SearchResponse(_message.Message):
     """
     cached: _builtins.bool
     """True when the response was served from the result cache."""
+    weak_reason: Global___WeakReason.ValueType
+    """Why the answer is weak (WEAK_REASON_UNSPECIFIED when weak_match is false), so an agent
+    can tell "stop searching, nothing here does this" from "ask which one is meant".
+    """
     @_builtins.property
     def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
         """Best first (named tools first, see SearchHit.score); equal scores ordered by id."""
@@ -167,10 +210,11 @@ class SearchResponse(_message.Message):
         index_generation: _builtins.int = ...,
         weak_match: _builtins.bool = ...,
         cached: _builtins.bool = ...,
+        weak_reason: Global___WeakReason.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "hits", b"hits", "index_generation", b"index_generation", "weak_match", b"weak_match"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "hits", b"hits", "index_generation", b"index_generation", "weak_match", b"weak_match", "weak_reason", b"weak_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -8,6 +8,7 @@ import json
 import time
 
 from indexer.model import canonical_json
+from indexer.retrieval.learned import WeakReason
 from indexer.retrieval.tool_index import IndexedTool
 from registry.auth.authentication import Authenticator, require_admin
 from registry.auth.scopes import Grants, Principal
@@ -20,6 +21,12 @@ from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.rpc.status import Context, mapped, status_for
 from registry.wire import MAX_BATCH_CATALOGS
 from registry.workflows import Affordances, workflow_id
+
+WEAK_REASONS: dict[WeakReason | None, pb.WeakReason.ValueType] = {
+    WeakReason.NO_CLOSE_TOOL: pb.WEAK_REASON_NO_CLOSE_TOOL,
+    WeakReason.NEAREST_TOOLS_ALIKE: pb.WEAK_REASON_NEAREST_TOOLS_ALIKE,
+    WeakReason.NOTHING_ELIGIBLE: pb.WEAK_REASON_NOTHING_ELIGIBLE,
+}
 
 # min_generation: how long a call without a deadline may wait, how often the snapshot is
 # looked at meanwhile, and what is kept of a deadline for answering once it is reached.
@@ -73,6 +80,7 @@ def search_response(outcome: SearchOutcome) -> pb.SearchResponse:
         index_generation=outcome.generation,
         weak_match=outcome.weak_match,
         cached=outcome.cached,
+        weak_reason=WEAK_REASONS.get(outcome.weak_reason, pb.WEAK_REASON_UNSPECIFIED),
     )
 
 

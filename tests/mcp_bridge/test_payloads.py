@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import grpc
+import pytest
 
 from mcp_bridge import payloads
 from registry.client import InvalidRequest, NotFound
@@ -84,6 +85,23 @@ def test_a_weak_match_leads_the_text_with_what_to_do() -> None:
     assert text.split("\n")[0] == payloads.WEAK_MATCH
     assert "rephrase" in text.lower()
     assert listed_ids(text) == ["a/x"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "name", "asks"),
+    [
+        (pb.WEAK_REASON_NO_CLOSE_TOOL, "no_close_tool", "tell the user no tool here does it"),
+        (pb.WEAK_REASON_NEAREST_TOOLS_ALIKE, "nearest_tools_alike", "ask the user which is meant"),
+    ],
+)
+def test_a_weak_matchs_reason_says_whether_to_stop_or_to_ask(
+    reason: pb.WeakReason.ValueType, name: str, asks: str
+) -> None:
+    reply = reply_with("a/x", weak=True)
+    reply.weak_reason = reason
+    answer = payloads.search_payload(reply)
+    assert answer["weak_reason"] == name
+    assert asks in payloads.render(answer).split("\n")[0].lower()
 
 
 def test_no_hits_is_the_note_alone() -> None:

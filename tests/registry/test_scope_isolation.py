@@ -65,6 +65,7 @@ def observe(registry: Registry) -> list[Any]:
                 (
                     [(h.entry.id, h.score, h.similarity) for h in outcome.hits],
                     outcome.weak_match,
+                    outcome.weak_reason,
                     outcome.generation,
                 )
             )

@@ -43,6 +43,7 @@ async def test_search_returns_compact_hits_with_the_next_call(sample_stub: Async
     assert list(top.next_call.ids) == [top.id]
     assert reply.index_generation > 0
     assert not reply.weak_match
+    assert reply.weak_reason == pb.WEAK_REASON_UNSPECIFIED
     assert not hasattr(top, "input_schema")
     assert 0 < top.similarity <= 1
 
@@ -129,6 +130,7 @@ async def test_search_with_nothing_registered_is_ok_and_empty(empty_registry: Re
     await server.stop(None)
     assert list(reply.hits) == []
     assert reply.weak_match
+    assert reply.weak_reason == pb.WEAK_REASON_NOTHING_ELIGIBLE
 
 
 async def test_requests_while_the_index_loads_are_unavailable(
@@ -240,3 +242,9 @@ async def test_hostile_catalog_text_is_invalid_argument_not_internal(
 ) -> None:
     request = pb.RegisterCatalogRequest(name="hostile", content=content)
     assert await _code(sample_stub.RegisterCatalog(request)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_weak_answer_over_grpc_says_no_tool_is_close(sample_stub: AsyncStub) -> None:
+    reply = await sample_stub.Search(pb.SearchRequest(query="bake a sourdough loaf"))
+    assert reply.weak_match
+    assert reply.weak_reason == pb.WEAK_REASON_NO_CLOSE_TOOL

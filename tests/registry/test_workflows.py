@@ -370,6 +370,7 @@ async def test_search_in_a_state_offering_nothing_is_an_empty_weak_answer(
         metadata=auth(service.reader),
     )
     assert (list(reply.hits), reply.weak_match) == ([], True)
+    assert reply.weak_reason == pb.WEAK_REASON_NOTHING_ELIGIBLE
 
 
 async def test_search_with_a_state_but_no_workflow_is_refused(service: Service) -> None:

@@ -24,6 +24,7 @@ from indexer.retrieval.learned import (
     ModelFileError,
     TreeEnsemble,
     WeakMatch,
+    WeakReason,
     dumps,
     load_learned_stage,
 )
@@ -148,3 +149,19 @@ def test_one_fit_can_override_the_ranker_settings_without_changing_them() -> Non
     assert before == RANKER_PARAMS
     assert np.array_equal(default.leaf_value, again.leaf_value)
     assert np.abs(faster.leaf_value).max() > np.abs(default.leaf_value).max()
+
+
+def test_a_weak_answer_is_explained_by_the_facts_that_weigh_most_against_it() -> None:
+    # Every fact pulls towards "answerable" as it grows; facts are already standardised.
+    weak = WeakMatch(
+        np.zeros(len(CONFIDENCE_FEATURES)),
+        np.ones(len(CONFIDENCE_FEATURES)),
+        np.ones(len(CONFIDENCE_FEATURES)),
+        0.0,
+        0.5,
+    )
+    # top cosine, above the corpus, above the tenth, learned score, learned margin
+    far = np.asarray([-2.0, -2.0, 0.5, -1.0, 0.5])
+    alike = np.asarray([0.5, 0.5, -2.0, 0.0, -2.0])
+    assert weak.reason(far) == WeakReason.NO_CLOSE_TOOL
+    assert weak.reason(alike) == WeakReason.NEAREST_TOOLS_ALIKE

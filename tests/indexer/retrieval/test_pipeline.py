@@ -9,7 +9,7 @@ import pytest
 from indexer.retrieval.features import SHORTLIST
 from indexer.retrieval.first_stage import Request, first_stage
 from indexer.retrieval.fusion import split_intents
-from indexer.retrieval.learned import MODEL_FILE, LearnedStage, load_learned_stage
+from indexer.retrieval.learned import MODEL_FILE, LearnedStage, WeakReason, load_learned_stage
 from indexer.retrieval.pipeline import (
     cut,
     learned_inputs,
@@ -18,8 +18,8 @@ from indexer.retrieval.pipeline import (
     rerank_learned,
     shortlist,
 )
-from indexer.retrieval.retrievers import STRATEGIES, Retriever
-from indexer.retrieval.tool_index import Eligible, ToolIndex
+from indexer.retrieval.retrievers import STRATEGIES, Models, Retriever, Search
+from indexer.retrieval.tool_index import Eligible, ToolIndex, everything
 from registry.core import Registry
 
 ASKS = [
@@ -163,3 +163,40 @@ def test_a_destructive_answer_far_ahead_of_the_rest_stands_alone(
     asked = "the deploy broke checkout, put back the previous version"
     answer = sample_registry.search(asked, 0).hits
     assert [h.entry.id for h in answer] == ["devops/rollback_deployment"]
+
+
+@pytest.mark.parametrize(
+    ("asked", "reason"),
+    [
+        # Nothing in the sample catalogs is about cooking.
+        ("bake a sourdough loaf with a crisp crust", WeakReason.NO_CLOSE_TOOL),
+    ],
+)
+def test_a_weak_answer_says_why(sample_registry: Registry, asked: str, reason: str) -> None:
+    outcome = sample_registry.search(asked, 0)
+    assert outcome.weak_match
+    assert outcome.weak_reason == reason
+
+
+def test_a_confident_answer_has_no_weak_reason(sample_registry: Registry) -> None:
+    outcome = sample_registry.search("who is the manager of employee E10442", 0)
+    assert not outcome.weak_match
+    assert outcome.weak_reason is None
+
+
+@pytest.mark.parametrize("retriever", [Retriever.DEFAULT, Retriever.DENSE, Retriever.BM25])
+def test_nothing_eligible_is_its_own_reason(
+    sample_registry: Registry, retriever: Retriever
+) -> None:
+    # A workflow state that offers the caller none of the matching tools.
+    models = Models(encoder=sample_registry.queries, weak_score=0.3)
+    search = Search(
+        text="list open invoices",
+        limit=5,
+        confident_only=True,
+        visible=everything,
+        tools=["workspace/book_room"],
+        catalogs=["finance"],
+    )
+    answer = STRATEGIES[retriever](sample_registry.index, search, models)
+    assert (answer.hits, answer.weak, answer.reason) == ([], True, WeakReason.NOTHING_ELIGIBLE)
