@@ -85,8 +85,14 @@ _LOADERS: dict[str, tuple[str, Callable[[Path], Dataset]]] = {
 }
 
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)
-# What `make train` fits the learned ranking stage and the weak-match threshold on.
-TUNING_SETS: tuple[str, ...] = ("seal-tools:dev", "metatool:tuning", "stabletoolbench:tuning")
+# What `make train` fits the learned ranking stage and the weak-match threshold on: three
+# splits of generated sets, and real MCP servers with requests that state a goal (part A).
+TUNING_SETS: tuple[str, ...] = (
+    "seal-tools:dev",
+    "metatool:tuning",
+    "stabletoolbench:tuning",
+    "mcp-agentstyle:tuning",
+)
 
 
 def dataset_folder(name: str) -> str:
