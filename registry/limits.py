@@ -1,5 +1,6 @@
-"""Per-caller admission: a request rate and a number of calls in flight for each API key (or,
-without one, each peer host), so no single caller can take the service from the others.
+"""Per-caller admission: a request rate and a number of calls in flight for each API key whose
+secret verifies, and for each peer host otherwise, so no single caller can take the service
+from the others, and knowing a key's id (it is not secret) spends nothing of that key's budget.
 
 A refusal is RESOURCE_EXHAUSTED with the wait in the message and in the standard
 `grpc-retry-pushback-ms` trailer, which gRPC's retry policy reads.
@@ -13,13 +14,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from registry.auth.authentication import peer_host
-from registry.auth.keys import key_id_of
+from registry.auth.authentication import Authenticator, peer_host
 from registry.config import CallerLimits
 from registry.errors import Overloaded
 from registry.rpc.interceptors import Behaviour, UnaryInterceptor
 from registry.rpc.status import Context, status_for
-from registry.wire import bearer_key
 
 PUSHBACK_HEADER = "grpc-retry-pushback-ms"
 # Callers tracked at once; the least recently seen is forgotten first.
@@ -36,13 +35,32 @@ class _Bucket:
 
 
 class Admission:
-    """Token buckets and in-flight counts per caller."""
+    """Token buckets and in-flight counts per caller.
 
-    def __init__(self, limits: CallerLimits, clock: Callable[[], float] = time.monotonic) -> None:
+    With `authenticator`, a call whose key verifies counts against that key and any other
+    against its peer host; without one (nothing to verify keys with) every call counts
+    against its peer host.
+    """
+
+    def __init__(
+        self,
+        limits: CallerLimits,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        authenticator: Authenticator | None = None,
+    ) -> None:
         self._limits = limits
         self._clock = clock
+        self._authenticator = authenticator
         self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
         self._lock = threading.Lock()
+
+    def caller_of(self, metadata: Any, peer: str) -> str:
+        """Who a call counts against: 'key:<id>' (a verified key, never its secret), else
+        'peer:<host>'."""
+        if self._authenticator is None:
+            return "peer:" + peer_host(peer)
+        return self._authenticator.caller(metadata or (), peer)
 
     def enter(self, caller: str) -> None:
         """Admits one call of `caller` or raises Overloaded saying how long to wait."""
@@ -85,16 +103,6 @@ class Admission:
                 bucket.in_flight -= 1
 
 
-def caller_of(metadata: Any, peer: str) -> str:
-    """Who a call counts against: its key's id part (never the secret), else its peer host."""
-    key = bearer_key(metadata or ())
-    key_id = key_id_of(key) if key is not None else None
-    if key_id is not None:
-        return f"key:{key_id}"
-    # A malformed key is nobody's: it counts against the host that sent it.
-    return "peer:" + peer_host(peer)
-
-
 class Admit(UnaryInterceptor):
     """Applies `Admission` to every registry RPC before its handler runs."""
 
@@ -105,7 +113,7 @@ class Admit(UnaryInterceptor):
         admission = self._admission
 
         async def admitted(request: Any, context: Context) -> Any:
-            caller = caller_of(context.invocation_metadata(), context.peer())
+            caller = admission.caller_of(context.invocation_metadata(), context.peer())
             try:
                 admission.enter(caller)
             except Overloaded as exc:

@@ -1,8 +1,11 @@
 """Who is calling: bearer API keys from gRPC metadata, resolved to principals and grants.
 
-Failed attempts are logged (peer and key id, never the secret) and throttled per peer host: a
-peer that fails `max_failures` times within `failure_window` seconds is refused without its
-key being checked until the window has passed.
+Failed attempts are logged (peer and key id, never the secret) and throttled per peer host and
+per claimed key id: once `max_failures` attempts from one host, or naming one key id, fail
+within `failure_window` seconds, further wrong keys are refused with RESOURCE_EXHAUSTED until
+the window has passed. A correct secret is always let through: behind a proxy or the MCP bridge
+one host is every user, and key ids are not secret, so a throttle that refused valid keys would
+let anyone lock anyone out.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
@@ -28,8 +31,9 @@ LOCAL_ADMIN = Principal("local", Grants.parse(["*"]))
 RELOAD_INTERVAL_SECONDS = 1.0
 MAX_FAILURES = 20
 FAILURE_WINDOW_SECONDS = 10.0
-# Peers tracked at once; the oldest is forgotten first (bounded memory under a spray).
-MAX_TRACKED_PEERS = 10_000
+# Hosts and claimed key ids tracked at once; the least recently failing is forgotten first
+# (bounded memory under a spray).
+MAX_TRACKED = 20_000
 
 
 def peer_host(peer: str) -> str:
@@ -59,7 +63,12 @@ class KeySource(Protocol):
 
 
 class Authenticator:
-    """Maps request metadata to a principal; follows edits to the keys file."""
+    """Maps request metadata to a principal; follows edits to the keys file.
+
+    `peer` is the caller's address in gRPC's form ('ipv4:HOST:PORT'); a transport that sits
+    behind a trusted proxy passes the client's address it has established, never a header
+    value it has not checked.
+    """
 
     def __init__(
         self,
@@ -76,7 +85,8 @@ class Authenticator:
         self._max_failures = max_failures
         self._failure_window = failure_window
         self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
+        # "peer:<host>" and "key:<id>" -> times of their recent failures.
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
         self._failures_lock = threading.Lock()
 
     @property
@@ -84,65 +94,96 @@ class Authenticator:
         """True when no keys file is configured (local development mode)."""
         return self._keys is None
 
+    def caller(self, metadata: Iterable[tuple[str, str | bytes]], peer: str) -> str:
+        """Whom admission charges a call to: 'key:<id>' once the key's secret verifies, else
+        'peer:<host>' (no key, a wrong secret, or no keys file to verify against). Knowing a
+        key id is not enough to spend that key's budget. Nothing is logged or throttled here:
+        the handler's `principal` does that once per call."""
+        keys = self._current_keys()
+        if keys is not None:
+            key = bearer_key(metadata)
+            if key is not None and keys.authenticate(key) is not None:
+                return f"key:{key_id_of(key)}"
+        return "peer:" + peer_host(peer)
+
     def principal(self, metadata: Iterable[tuple[str, str | bytes]], peer: str = "") -> Principal:
-        if self._keys is None:
+        keys = self._current_keys()
+        if keys is None:
             return LOCAL_ADMIN
-        host = peer_host(peer) if peer else "unknown peer"
-        now = self._clock()
-        self._refuse_if_throttled(host, now)
-        if now >= self._next_reload:
-            # A stat call at most once a second picks up `capreg keys` edits without restart.
-            self._next_reload = now + self._reload_interval
-            self._keys.reload_if_changed()
         key = bearer_key(metadata)
+        principal = keys.authenticate(key) if key is not None else None
+        if principal is not None:
+            return principal
+        host = peer_host(peer) if peer else "unknown peer"
+        claimed = key_id_of(key) if key is not None else None
+        now = self._clock()
+        self._refuse_if_throttled(host, claimed, now)
+        self._failed(host, claimed, now, "no key" if key is None else _key_label(key))
         if key is None:
-            self._failed(host, now, "no key")
             raise Unauthenticated(
                 "missing credentials: send 'authorization: Bearer <key>' "
                 "(the CLI reads --api-key or CAPREG_API_KEY)"
             )
-        principal = self._keys.authenticate(key)
-        if principal is None:
-            self._failed(host, now, _key_label(key))
-            raise Unauthenticated("unknown or revoked API key")
-        return principal
+        raise Unauthenticated("unknown or revoked API key")
 
-    def _recent(self, host: str, now: float) -> deque[float]:
-        recent = self._failures.setdefault(host, deque())
+    def _current_keys(self) -> KeySource | None:
+        keys = self._keys
+        if keys is not None:
+            now = self._clock()
+            if now >= self._next_reload:
+                # A stat call at most once a second picks up `capreg keys` edits without restart.
+                self._next_reload = now + self._reload_interval
+                keys.reload_if_changed()
+        return keys
+
+    def _recent(self, subject: str, now: float) -> deque[float]:
+        recent = self._failures.get(subject)
+        if recent is None:
+            recent = self._failures[subject] = deque()
+            if len(self._failures) > MAX_TRACKED:
+                self._failures.popitem(last=False)
         while recent and recent[0] <= now - self._failure_window:
             recent.popleft()
         return recent
 
-    def _refuse_if_throttled(self, host: str, now: float) -> None:
+    def _refuse_if_throttled(self, host: str, claimed: str | None, now: float) -> None:
+        subjects = [("from this address", f"peer:{host}")]
+        if claimed is not None:
+            subjects.append(("for this key id", f"key:{claimed}"))
         with self._failures_lock:
-            if host not in self._failures:
-                return
-            recent = self._recent(host, now)
-            if len(recent) < self._max_failures:
-                return
-            retry = recent[0] + self._failure_window - now
-        raise Overloaded(
-            f"too many failed authentications from this address; retry in {retry:.0f}s",
-            retry_after=max(retry, 0.0),
-        )
+            waits = [
+                (recent[0] + self._failure_window - now, what)
+                for what, subject in subjects
+                if subject in self._failures
+                and len(recent := self._recent(subject, now)) >= self._max_failures
+            ]
+        if waits:
+            retry, what = max(waits)
+            raise Overloaded(
+                f"too many failed authentications {what}; retry in {retry:.0f}s",
+                retry_after=max(retry, 0.0),
+            )
 
-    def _failed(self, host: str, now: float, what: str) -> None:
+    def _failed(self, host: str, claimed: str | None, now: float, what: str) -> None:
+        subjects = [f"peer:{host}", *([f"key:{claimed}"] if claimed is not None else [])]
         with self._failures_lock:
-            if host not in self._failures and len(self._failures) >= MAX_TRACKED_PEERS:
-                del self._failures[next(iter(self._failures))]
-            recent = self._recent(host, now)
-            recent.append(now)
-            count = len(recent)
-        if count <= self._max_failures:
+            counts = []
+            for subject in subjects:
+                recent = self._recent(subject, now)
+                recent.append(now)
+                self._failures.move_to_end(subject)
+                counts.append(len(recent))
+        if max(counts) <= self._max_failures:
             logger.warning("authentication failed from %s (%s)", host, what)
             audit("auth_failure", peer=host, key=what)
-        if count == self._max_failures:
-            logger.warning(
-                "throttling %s: %d failed authentications in %.0fs",
-                host,
-                count,
-                self._failure_window,
-            )
+        for subject, count in zip(subjects, counts, strict=True):
+            if count == self._max_failures:
+                logger.warning(
+                    "throttling wrong keys %s: %d failed authentications in %.0fs",
+                    subject,
+                    count,
+                    self._failure_window,
+                )
 
 
 def require_admin(principal: Principal) -> None:

@@ -56,7 +56,8 @@ def create_server(
 ) -> tuple[grpc.aio.Server, int, health.HealthServicer]:
     """Builds a server bound to `config.listen`; returns it, the bound port and its health
     servicer (NOT_SERVING until the caller marks it ready). `lanes`, `metrics` and
-    `admission` are passed when another transport shares them."""
+    `admission` are passed when another transport shares them (build that admission with
+    this `authenticator`, so keys are verified before they are charged)."""
     lanes = lanes or Lanes(
         read_workers=config.read_workers,
         write_queue=config.write_queue,
@@ -68,7 +69,7 @@ def create_server(
         # Outermost first: every call is counted and carries a request id, refusals included.
         interceptors=[
             Observed(metrics),
-            Admit(admission or Admission(config.caller_limits)),
+            Admit(admission or Admission(config.caller_limits, authenticator=authenticator)),
             KeyedReflection(authenticator),
         ],
         options=[
@@ -190,7 +191,7 @@ async def run_server(config: ServerConfig) -> bool:
     # One of each for both transports: a caller's budget, failed logins and the read queue
     # are the same whichever way it calls.
     authenticator = Authenticator(keys)
-    admission = Admission(config.caller_limits)
+    admission = Admission(config.caller_limits, authenticator=authenticator)
     server, port, health = create_server(config, registry, authenticator, lanes, metrics, admission)
     exporter = serve_metrics(config.metrics_listen, metrics) if config.metrics_listen else None
     if port == 0:

@@ -59,17 +59,18 @@ def test_failed_authentications_are_logged_then_throttled_per_peer(
                 auth.principal(wrong, "ipv4:10.9.8.7:5000")
     assert "authentication failed from 10.9.8.7 (id 0000abcd)" in caplog.text
     assert "wrongsecret" not in caplog.text
-    # The fourth try is refused before its key is even looked at, a good key included.
+    # The fourth wrong key is throttled; a good key from the same host still passes.
     with pytest.raises(Overloaded, match="retry in"):
-        auth.principal([("authorization", f"Bearer {good}")], "ipv4:10.9.8.7:6000")
+        auth.principal([("authorization", "Bearer capreg_0000abce_wrong")], "ipv4:10.9.8.7:6000")
+    assert auth.principal([("authorization", f"Bearer {good}")], "ipv4:10.9.8.7:6000").name == (
+        "agent"
+    )
     # Another peer is not affected, and the window passes.
-    assert auth.principal([("authorization", f"Bearer {good}")], "ipv4:10.9.8.8:1").name == (
-        "agent"
-    )
+    with pytest.raises(Unauthenticated):
+        auth.principal([("authorization", "Bearer capreg_0000abcf_wrong")], "ipv4:10.9.8.8:1")
     clock.now += 10.5
-    assert auth.principal([("authorization", f"Bearer {good}")], "ipv4:10.9.8.7:1").name == (
-        "agent"
-    )
+    with pytest.raises(Unauthenticated):
+        auth.principal([("authorization", "Bearer capreg_0000abcf_wrong")], "ipv4:10.9.8.7:1")
 
 
 async def test_reflection_needs_a_key_when_keys_are_configured(
