@@ -5,9 +5,11 @@ serves them over gRPC and, with `http_listen`, over HTTP in the same event loop.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import signal
+import socket
 import sys
 import time
 from wsgiref.simple_server import WSGIServer
@@ -43,6 +45,7 @@ logger = logging.getLogger(__name__)
 SWITCH_INTERVAL_SECONDS = 0.0005
 
 
+PORT_TAKEN = "the address is in use (is another capreg serve running?)"
 SERVICE_NAME = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"].full_name
 
 
@@ -75,6 +78,9 @@ def create_server(
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # gRPC's default shares a port with any other process asking the same: a second
+            # registry would start silently and take half the calls, with other keys.
+            ("grpc.so_reuseport", 0),
         ],
     )
     registry_pb2_grpc.add_CapabilityRegistryServicer_to_server(
@@ -87,14 +93,41 @@ def create_server(
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    if config.tls_cert and config.tls_key:
-        credentials = grpc.ssl_server_credentials(
-            [(config.tls_key.read_bytes(), config.tls_cert.read_bytes())]
-        )
-        port = server.add_secure_port(config.listen, credentials)
-    else:
-        port = server.add_insecure_port(config.listen)
+    try:
+        if config.tls_cert and config.tls_key:
+            credentials = grpc.ssl_server_credentials(
+                [(config.tls_key.read_bytes(), config.tls_cert.read_bytes())]
+            )
+            port = server.add_secure_port(config.listen, credentials)
+        else:
+            port = server.add_insecure_port(config.listen)
+    except RuntimeError as exc:  # gRPC's "Failed to bind to address"
+        raise ServeFailed(f"cannot listen on {config.listen}: {PORT_TAKEN}") from exc
     return server, port, health_servicer
+
+
+def check_listen_free(listen: str) -> None:
+    """Refuses a gRPC address another process holds, before anything slow (the store, the
+    model) is opened, so a second `capreg serve` fails at once; `create_server` refuses it
+    again if the port is taken in between."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return  # gRPC reports a name it cannot resolve itself
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            # As gRPC binds: a port left in TIME_WAIT is free, one being listened on is not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                reason = PORT_TAKEN if exc.errno == errno.EADDRINUSE else exc.strerror
+                raise ServeFailed(f"cannot listen on {listen}: {reason}") from None
 
 
 def mark_serving(health_servicer: health.HealthServicer) -> None:
@@ -157,6 +190,7 @@ async def run_server(config: ServerConfig) -> bool:
     # The event loop answers cache hits between model and ranking work on other threads;
     # a shorter GIL switch interval lets it in sooner than the default 5 ms.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    check_listen_free(config.listen)
     try:
         store = open_store(config.db)
     except StoreError as exc:
