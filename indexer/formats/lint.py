@@ -4,6 +4,10 @@ Warnings name what makes a tool hard to find or dangerous to show a model: missi
 one-word descriptions, duplicated descriptions, names function-calling APIs reject,
 parameters without descriptions, and text aimed at the model rather than at the reader
 (the tool-poisoning vector: hidden directives, <IMPORTANT> tags, invisible characters).
+
+Every string the service serves is read for that text (names, titles, descriptions, every key
+and string value of the schemas and annotations, link arguments, workflow and state texts),
+after NFKC normalisation, so fullwidth or other compatibility forms of a directive match too.
 """
 
 from __future__ import annotations
@@ -101,6 +105,22 @@ _DIRECTIVES = [
     ),
 ]
 _PATTERNS = [(re.compile(p, re.IGNORECASE | re.DOTALL), what) for p, what in _DIRECTIVES]
+_POINTER = re.compile(r"#(/[A-Za-z0-9_.~%$-]*)*")
+# Keys that are JSON Schema's own vocabulary: served, but fixed words that carry nothing.
+# fmt: off
+_SCHEMA_WORDS = frozenset({
+    "$schema", "$id", "$ref", "$defs", "$anchor", "$dynamicRef", "$dynamicAnchor",
+    "$vocabulary", "definitions", "type", "properties", "items", "prefixItems",
+    "additionalProperties", "patternProperties", "propertyNames", "required", "enum", "const",
+    "default", "examples", "description", "title", "format", "pattern", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems",
+    "maxItems", "uniqueItems", "contains", "minContains", "maxContains", "minProperties",
+    "maxProperties", "dependentRequired", "dependentSchemas", "allOf", "anyOf", "oneOf", "not",
+    "if", "then", "else", "readOnly", "writeOnly", "deprecated", "nullable", "contentEncoding",
+    "contentMediaType", "contentSchema", "unevaluatedItems", "unevaluatedProperties",
+    "additionalItems", "dependencies", "discriminator",
+})
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -126,13 +146,24 @@ def lint_catalog(content: str, *, name: str = "", fmt: str = "") -> list[Finding
 
 
 def discovery_warnings(catalog: Catalog) -> list[str]:
-    warnings = [f"catalog.description: {rule}" for rule in _directives(catalog.description)]
+    catalog_texts = [
+        ("name", _spelled(catalog.name)),
+        ("description", catalog.description),
+        ("title", catalog.title),
+        ("version", catalog.version),
+    ]
+    warnings = [
+        f"catalog.{field}: {rule}" for field, text in catalog_texts for rule in _directives(text)
+    ]
     seen: dict[str, str] = {}
     for tool in catalog.tools:
         if not tool.name:
             continue  # already an error
         warnings += [f"tool '{tool.name}'{m}" for m in _tool_warnings(tool, seen)]
-    return warnings + workflow_warnings(catalog)
+    warnings += workflow_warnings(catalog)
+    return warnings + [
+        f"{where}: {rule}" for where, text in _workflow_texts(catalog) for rule in _directives(text)
+    ]
 
 
 def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
@@ -159,11 +190,16 @@ def _tool_warnings(tool: Tool, seen: dict[str, str]) -> Iterator[str]:
         yield ": name has characters function-calling APIs reject; its function name is hashed"
     for path in _undescribed(tool.input_schema, "", 0):
         yield f" parameter '{path}': has no description"
-    texts = [(".description", tool.description), (".title", tool.title)]
+    texts = [(".name", _spelled(tool.name)), (".description", tool.description)]
+    texts += [(".title", tool.title)]
     texts += [(f".examples[{i}]", example) for i, example in enumerate(tool.examples)]
+    texts += [(f".tags[{i}]", tag) for i, tag in enumerate(tool.tags)]
     for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
-        texts += [(f" {label} schema at '{p}'", t) for p, t in _schema_texts(schema or {}, "")]
+        texts += [(f" {label} schema at '{p}'", t) for p, t in _strings(schema or {}, "")]
     texts += [(f" annotations at '{p}'", t) for p, t in _strings(tool.annotations, "")]
+    for link in tool.links:
+        where = f" link to '{link.target_id}'"
+        texts += [(f"{where} arguments at '{p}'", t) for p, t in _strings(dict(link.arguments), "")]
     for where, text in texts:
         yield from (f"{where}: {rule}" for rule in _directives(text))
 
@@ -183,45 +219,48 @@ def _undescribed(schema: Any, prefix: str, depth: int) -> Iterator[str]:
             yield from _undescribed(spec["items"], f"{path}[].", depth + 1)
 
 
-def _schema_texts(node: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every description, title and string default/enum/example in a schema, with its path."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            where = f"{path}/{key}"
-            if key == "properties" and isinstance(value, dict):
-                # A property's name reaches the model too: text can hide in it, spelled
-                # as an identifier ("ignore_previous_instructions").
-                for name in value:
-                    spelled = re.sub(r"[_\-.]+", " ", str(name))
-                    yield f"{where}/{name}", f"{name}\n{spelled}"
-            if isinstance(value, str) and key in (
-                "description",
-                "title",
-                "default",
-                "examples",
-                "const",
-            ):
-                yield where, value
-            else:
-                yield from _schema_texts(value, where)
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            if isinstance(value, str):
-                yield f"{path}/{index}", value
-            else:
-                yield from _schema_texts(value, f"{path}/{index}")
-
-
 def _strings(node: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every string value anywhere in `node` (annotations are free-form)."""
+    """Every string in `node` with its path: each value, and each key that is not one of JSON
+    Schema's own words (a key is served too: `$comment`, `x-*`, a property's name, an
+    annotation's name), spelled out as words when it is an identifier."""
     if isinstance(node, str):
         yield path or "/", node
     elif isinstance(node, dict):
         for key, value in node.items():
-            yield from _strings(value, f"{path}/{key}")
+            where = f"{path}/{key}"
+            if str(key) not in _SCHEMA_WORDS:
+                yield where, _spelled(str(key))
+            if key == "$ref" and isinstance(value, str) and _POINTER.fullmatch(value):
+                # A deep local reference is a long run of path characters, not a blob: its
+                # segments are read as words.
+                yield where, _spelled(value.replace("/", " "))
+            else:
+                yield from _strings(value, where)
     elif isinstance(node, list):
         for index, value in enumerate(node):
             yield from _strings(value, f"{path}/{index}")
+
+
+def _spelled(name: str) -> str:
+    """A name as written and as words: text can hide in an identifier
+    ("ignore_previous_instructions")."""
+    spelled = re.sub(r"[_\-.]+", " ", name)
+    return name if spelled == name else f"{name}\n{spelled}"
+
+
+def _workflow_texts(catalog: Catalog) -> Iterator[tuple[str, str]]:
+    """What GetAffordances and ListCatalogs serve of each workflow, with where it is."""
+    for workflow in catalog.workflows:
+        where = f"workflow '{workflow.name}'"
+        yield where, _spelled(workflow.name)
+        yield f"{where}.title", workflow.title
+        yield f"{where}.description", workflow.description
+        for state in workflow.states:
+            yield f"{where} state '{state.name}'", _spelled(state.name)
+            yield f"{where} state '{state.name}'.description", state.description
+        for index, transition in enumerate(workflow.transitions):
+            for path, text in _strings(dict(transition.when), ""):
+                yield f"{where}.transitions[{index}].when at '{path}'", text
 
 
 def poisoning_warnings(catalog: Catalog) -> list[str]:
@@ -231,10 +270,15 @@ def poisoning_warnings(catalog: Catalog) -> list[str]:
 
 def _directives(text: str) -> Iterator[str]:
     """A rule broken for each way `text` addresses the model rather than the reader."""
+    if not text:
+        return
+    # Compatibility forms folded (fullwidth letters, ligatures, circled and styled letters
+    # read as their plain letters), so the patterns see what the model reads.
+    normal = unicodedata.normalize("NFKC", text)
     # Whitespace collapsed, so a directive split across lines reads as one sentence.
-    joined = " ".join(text.split())
+    joined = " ".join(normal.split())
     for pattern, what in _PATTERNS:
-        match = pattern.search(text) or pattern.search(joined)
+        match = pattern.search(normal) or pattern.search(joined)
         if match:
             snippet = " ".join(match.group(0).split())[:_SNIPPET]
             yield f"contains {what} ('{snippet}'), {POISONING}"
@@ -245,7 +289,7 @@ def _directives(text: str) -> Iterator[str]:
             f"contains invisible characters ({codes}) that can hide text from reviewers, "
             f"{POISONING}"
         )
-    mixed = _mixed_script_word(text)
+    mixed = _mixed_script_word(normal)
     if mixed:
         yield (
             f"has a word mixing alphabets ('{mixed[:_SNIPPET]}'): look-alike letters "
