@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +24,14 @@ from indexer.formats.rules import (
 )
 from indexer.model import Catalog, JsonObject, Tool
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Characters a tool name may not hold: controls (C0 and C1), format characters (bidi
+# overrides and isolates, zero-width characters, the byte-order mark) and line and paragraph
+# separators. Each makes a name read differently to a reviewer, a terminal and a model.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _hidden(name: str) -> bool:
+    return any(unicodedata.category(c) in _HIDDEN_CATEGORIES for c in name)
 
 
 # Without "$schema", a schema is accepted if any draft in use by real servers accepts it:
@@ -142,8 +150,12 @@ class Checker:
             return ""
         if len(value) > MAX_TOOL_NAME:
             self.add(label, f"must be at most {MAX_TOOL_NAME} characters")
-        if _CONTROL.search(value) or value != value.strip():
-            self.add(label, "must not contain control characters or surrounding whitespace")
+        if _hidden(value) or value != value.strip():
+            self.add(
+                label,
+                "must not contain control, bidi, zero-width or line-separator characters or "
+                "surrounding whitespace",
+            )
         return value
 
 

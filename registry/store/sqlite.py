@@ -4,8 +4,10 @@ stored)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +27,8 @@ from registry.store.base import (
     tool_to_json,
     workflows_to_json,
 )
+
+logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
 # Each step takes a store from the version before it to its own.
@@ -76,6 +80,37 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+def _owner_only(path: Path) -> None:
+    """Tightens an existing database (and its WAL and shared-memory files) that other users
+    may read or write to owner-only, saying so; one that cannot be tightened is logged as an
+    error and served as it is (decision 0065)."""
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if not mode & 0o077:
+            continue
+        try:
+            file.chmod(mode & 0o700)
+        except OSError as exc:
+            logger.error(
+                "%s is readable by other users (mode %o) and cannot be made owner-only: %s; "
+                "run chmod go-rwx %s",
+                file,
+                mode,
+                exc.strerror,
+                file,
+            )
+            continue
+        logger.warning(
+            "%s was readable by other users (mode %o); now %o (owner only)",
+            file,
+            mode,
+            mode & 0o700,
+        )
+
+
 class SqliteStore:
     """One SQLite file in WAL mode; all access goes through one connection and lock."""
 
@@ -87,6 +122,8 @@ class SqliteStore:
             # Owner-only from the first byte: the store holds every catalog (SQLite's WAL and
             # shared-memory files take the database file's mode).
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        else:
+            _owner_only(path)
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")

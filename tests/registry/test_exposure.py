@@ -27,6 +27,20 @@ def test_a_new_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "fresh.db").stat().st_mode) == 0o600
 
 
+def test_an_existing_database_readable_by_others_is_tightened_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "old.db"
+    SqliteStore(path).close()
+    for file in tmp_path.glob("old.db*"):
+        file.chmod(0o644)
+    with caplog.at_level(logging.WARNING, logger="registry.store.sqlite"):
+        SqliteStore(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [f.name for f in tmp_path.glob("old.db*") if f.stat().st_mode & 0o077] == []
+    assert f"{path} was readable by other users (mode 644); now 600" in caplog.text
+
+
 def test_a_world_writable_keys_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "keys.yaml"
     add_key(path, "agent", ["hr:read"])

@@ -3,6 +3,7 @@ it hides, so GetSchema and GetAffordances never serve it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +48,23 @@ async def test_every_hidden_payload_is_refused_at_registration(
         await server.stop(None)
     assert codes == dict.fromkeys(BYPASSES, grpc.StatusCode.INVALID_ARGUMENT)
     assert list(listed.catalogs) == []
+
+
+async def test_a_tool_name_with_a_bidi_override_is_refused_without_the_policy_too(
+    empty_registry: Registry,
+) -> None:
+    tool = {
+        "name": "add\u202egnp.exe",
+        "description": "Adds two numbers.",
+        "inputSchema": {"type": "object"},
+    }
+    content = json.dumps({"tools": [tool]})
+    server, address = await start_server(empty_registry)
+    try:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = pb_grpc.CapabilityRegistryStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.RegisterCatalog(pb.RegisterCatalogRequest(name="c", content=content))
+    finally:
+        await server.stop(None)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT

@@ -151,6 +151,23 @@ def test_a_name_with_a_trailing_or_leading_newline_is_refused(name: str) -> None
     assert "name" in _problems(_native(), name=name)
 
 
+@pytest.mark.parametrize(
+    "hidden",
+    ["\u202e", "\u2066", "\u200f", "\u2028", "\u2029", "\u200b", "\x85", "\ufeff"],
+)
+def test_a_tool_name_with_bidi_invisible_or_line_separator_characters_is_refused(
+    hidden: str,
+) -> None:
+    # Such a name reads differently to a reviewer, a terminal and a model: "add\u202egnp.exe"
+    # shows as "addexe.png".
+    problems = _problems(
+        json.dumps({"tools": [{"name": f"add{hidden}x", "inputSchema": {"type": "object"}}]}),
+        name="c",
+    )
+    assert "name" in problems
+    assert "must not contain" in problems
+
+
 def test_a_scope_with_a_trailing_newline_is_refused() -> None:
     assert "default_scopes" in _problems(_native(default_scopes=["mini:read\n"]))
     assert "required_scopes" in _problems(_with_tool(required_scopes=["mini:write\n"]))
