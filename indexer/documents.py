@@ -2,8 +2,10 @@
 
 A few hundred bytes of YAML aliases can expand to gigabytes, and JSON or YAML nested a few
 thousand levels deep exhausts the parser's recursion. `load_document` refuses both before any
-value is built: YAML is composed to its node graph first, where aliases, depth and the
-expanded node count are measured (the expansion counted, never performed); JSON is decoded by the C
+value is built: YAML is composed to its node graph first, where aliases, depth, the expanded
+node count and the expanded text are measured (the expansion counted, never performed): one
+long string repeated through aliases is shared while parsed, but every later step that writes
+the value out (validation, storage, responses) pays for each copy. JSON is decoded by the C
 parser and then checked for depth. Every catalog, keys file and folder scan reads through here.
 """
 
@@ -13,13 +15,16 @@ import json
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from indexer.errors import CapregError
 
 MAX_DEPTH = 64
 MAX_ALIASES = 10_000
 MAX_EXPANDED_NODES = 2_000_000
+# Characters of text (keys and values) once aliases are expanded: what a catalog could hold
+# written out without aliases (the 32 MiB content limit), so only repetition is refused.
+MAX_EXPANDED_CHARS = 32 * 1024 * 1024
 
 
 class DocumentError(CapregError, ValueError):
@@ -48,10 +53,11 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def _expanded_size(root: Node) -> int:
-    """How many nodes the document has once every alias is expanded, without expanding it:
-    each node's size is computed once (aliases share the node) and a cycle is refused."""
-    sizes: dict[int, int] = {}
+def _expanded_size(root: Node) -> tuple[int, int]:
+    """How many nodes, and characters of scalar text, the document has once every alias is
+    expanded, without expanding it: each node's size is computed once (aliases share the
+    node) and a cycle is refused."""
+    sizes: dict[int, tuple[int, int]] = {}
     visiting: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
@@ -66,12 +72,20 @@ def _expanded_size(root: Node) -> int:
             children = [part for pair in node.value for part in pair]
         if children_done:
             visiting.discard(key)
-            total = 1 + sum(sizes[id(child)] for child in children)
-            if total > MAX_EXPANDED_NODES:
+            nodes = 1 + sum(sizes[id(child)][0] for child in children)
+            chars = sum(sizes[id(child)][1] for child in children)
+            if isinstance(node, ScalarNode):
+                chars += len(node.value)
+            if nodes > MAX_EXPANDED_NODES:
                 raise DocumentError(
                     f"YAML expands to more than {MAX_EXPANDED_NODES:,} values (aliases)"
                 )
-            sizes[key] = total
+            if chars > MAX_EXPANDED_CHARS:
+                raise DocumentError(
+                    f"YAML expands to more than {MAX_EXPANDED_CHARS:,} characters of text "
+                    "(aliases repeating text): write the text out, or repeat less"
+                )
+            sizes[key] = (nodes, chars)
             continue
         if key in visiting:
             raise DocumentError("YAML refers to itself through an alias")

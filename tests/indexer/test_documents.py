@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from indexer.documents import MAX_DEPTH, DocumentError, load_document
+from indexer.documents import MAX_DEPTH, MAX_EXPANDED_CHARS, DocumentError, load_document
 from indexer.formats import CatalogError, parse_catalog
 from tests.conftest import DATA
 
@@ -76,3 +76,21 @@ def test_a_schema_nested_hundreds_deep_is_a_catalog_error() -> None:
     )
     with pytest.raises(CatalogError, match="nested"):
         parse_catalog(content)
+
+
+def one_string_many_aliases(chars: int = 1_000_000, aliases: int = 1_000) -> str:
+    """One long string, and a tool whose schema repeats it through aliases: a small file
+    whose text, once expanded, is `chars * aliases` characters."""
+    properties = "".join(f"      p{i}: {{type: string, description: *s}}\n" for i in range(aliases))
+    return (
+        f"capreg: 1\nname: aliased\ndescription: x\nfiller: &s {'x' * chars}\n"
+        "tools:\n  - name: t\n    description: Repeats a string.\n"
+        f"    input_schema:\n      type: object\n      properties:\n{properties}"
+    )
+
+
+def test_text_repeated_through_aliases_is_refused_naming_the_limit() -> None:
+    with pytest.raises(DocumentError, match=f"{MAX_EXPANDED_CHARS:,} characters"):
+        load_document(one_string_many_aliases())
+    # The same text written out once, without aliases, is within the limit.
+    assert load_document(one_string_many_aliases(aliases=1))["name"] == "aliased"
