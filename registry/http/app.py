@@ -1,6 +1,10 @@
 """The HTTP app: each route of the table runs its RPC through the same servicer and the same
 interceptors (metrics and request ids, per-caller admission) as gRPC; beside them health,
-readiness, the OpenAPI document and the web console's files."""
+readiness, the OpenAPI document and the web console's files.
+
+A request body costs nothing until its caller is known: the key (and, for a catalog change,
+the admin scope) and the declared size are checked from the headers before a byte of the body
+is read."""
 
 from __future__ import annotations
 
@@ -15,20 +19,23 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as HttpRoute
 from starlette.staticfiles import StaticFiles
 
-from registry.auth.authentication import Authenticator
+from registry.auth.authentication import Authenticator, require_admin
 from registry.core import Registry
 from registry.errors import CapregError, NotReady
 from registry.http.binding import read_request
+from registry.http.body import body_limit, refuse_declared_size
 from registry.http.call_context import HttpAbort, HttpContext
 from registry.http.errors import ErrorReply, abort_reply, error_reply
+from registry.http.headers import FrontHeaders
 from registry.http.results import results_routes
-from registry.http.routes import ROUTES, Route
+from registry.http.routes import ROUTES, Route, Source
 from registry.http.spec import openapi_document
 from registry.lanes import Lanes
 from registry.limits import Admission, Admit
@@ -68,13 +75,26 @@ def _refusal(reply: ErrorReply, trailing: Mapping[str, str] | None = None) -> Re
     return _json(reply.body, reply.status, headers)
 
 
-def _reading(route: Route, method: Callable[[Any, Context], Awaitable[Message]]) -> Behaviour:
+def _admit_body(route: Route, authenticator: Authenticator, call: _Call, context: Context) -> None:
+    """Refuses, from the headers alone, a body nobody will read: the caller's key (throttled
+    as every failed login is), the admin scope a catalog change needs, the declared size."""
+    principal = authenticator.principal(context.invocation_metadata() or (), context.peer())
+    if route.admin:
+        require_admin(principal)
+    refuse_declared_size(call.request, body_limit(route))
+
+
+def _reading(
+    route: Route, method: Callable[[Any, Context], Awaitable[Message]], authenticator: Authenticator
+) -> Behaviour:
     """The innermost behaviour: read the request message, then call the servicer method. A
     malformed request is refused like the servicer refuses one, so it is counted and
     carries a request id as every other refusal does."""
 
     async def read_then_call(call: _Call, context: Context) -> Message:
         try:
+            if route.source is not Source.QUERY:
+                _admit_body(route, authenticator, call, context)
             call.message = await read_request(route, call.request)
         except CapregError as exc:
             code, message = status_for(exc)
@@ -107,14 +127,17 @@ def _endpoint(route: Route, behaviour: Behaviour) -> Handler:
 
 
 def _rpc_routes(
-    servicer: CapabilityRegistryServicer, metrics: ServiceMetrics, admission: Admission
+    servicer: CapabilityRegistryServicer,
+    authenticator: Authenticator,
+    metrics: ServiceMetrics,
+    admission: Admission,
 ) -> list[BaseRoute]:
     # The gRPC server's order, outermost first: every call is counted and carries a request
     # id, refusals included; admission is decided before any work.
     interceptors = (Observed(metrics), Admit(admission))
     routes: list[BaseRoute] = []
     for route in ROUTES.values():
-        behaviour = _reading(route, getattr(servicer, route.rpc))
+        behaviour = _reading(route, getattr(servicer, route.rpc), authenticator)
         for interceptor in reversed(interceptors):
             behaviour = interceptor.wrap(route.rpc, behaviour)
         routes.append(HttpRoute(route.path, _endpoint(route, behaviour), methods=[route.method]))
@@ -180,7 +203,7 @@ def create_app(
         body = {"error": {**reply.body["error"], "status": exc.status_code}}
         return _json(body, exc.status_code, exc.headers)
 
-    routes = _rpc_routes(servicer, metrics, admission)
+    routes = _rpc_routes(servicer, authenticator, metrics, admission)
     routes += [
         HttpRoute("/healthz", healthz, methods=["GET"]),
         HttpRoute("/readyz", readyz, methods=["GET"]),
@@ -190,4 +213,8 @@ def create_app(
     ]
     if console.is_dir():
         routes.append(Mount("/console", StaticFiles(directory=console), name="console"))
-    return Starlette(routes=routes, exception_handlers={HTTPException: routing_refusal})
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: routing_refusal},
+        middleware=[Middleware(FrontHeaders)],
+    )

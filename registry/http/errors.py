@@ -19,7 +19,8 @@ from registry.errors import (
     ToolsNotFound,
     WorkflowNotFound,
 )
-from registry.http.binding import BodyTooLarge, call_for
+from registry.http.binding import call_for
+from registry.http.body import BodyTooLarge, BodyTooSlow
 from registry.http.call_context import HttpAbort
 from registry.http.routes import Route
 
@@ -48,9 +49,11 @@ HTTP_STATUS: Mapping[grpc.StatusCode, int] = MappingProxyType(
         grpc.StatusCode.UNAUTHENTICATED: 401,
     }
 )
-# The one refinement: a body over the size limit is still INVALID_ARGUMENT, but HTTP has a
-# status of its own for it, which proxies and clients understand without reading the body.
+# The refinements: a body over the size limit, or one that stopped arriving, is still
+# INVALID_ARGUMENT, but HTTP has a status of its own for each, which proxies and clients
+# understand without reading the body.
 BODY_TOO_LARGE = 413
+BODY_TOO_SLOW = 408
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,12 @@ def error_reply(
 ) -> ErrorReply:
     """`{"error": {"code", "status", "message", ...the way forward}}` for a refusal with
     `code` and `message`, caused by the domain error `cause` (None when not known)."""
-    status = BODY_TOO_LARGE if isinstance(cause, BodyTooLarge) else HTTP_STATUS[code]
+    if isinstance(cause, BodyTooLarge):
+        status = BODY_TOO_LARGE
+    elif isinstance(cause, BodyTooSlow):
+        status = BODY_TOO_SLOW
+    else:
+        status = HTTP_STATUS[code]
     error: dict[str, Any] = {"code": code.name, "status": status, "message": message}
     headers: dict[str, str] = {}
     if isinstance(cause, Overloaded):

@@ -1,5 +1,8 @@
 """Serves the HTTP app with uvicorn in the registry's own process and event loop, beside the
-gRPC server, and stops it with that server."""
+gRPC server, and stops it with that server.
+
+A slow client cannot hold a connection: a TLS handshake and each request
+head must be complete within HEAD_TIMEOUT_SECONDS (bodies keep a pace of their own, body.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from registry.errors import CapregError
 from registry.wire import MAX_QUERY_CHARS, listen_host
@@ -22,10 +27,58 @@ MAX_REQUEST_HEAD_BYTES = MAX_QUERY_CHARS * 12 + 64 * 1024
 STARTUP_SECONDS = 30.0
 # uvicorn's own default backlog.
 LISTEN_BACKLOG = 2048
+# From a connection's opening, or from the end of the previous answer on it, to the end of
+# the next request's head (and, with TLS, to the end of the handshake). uvicorn has no such
+# deadline: a head sent a byte at a time held a connection for as long as the client liked.
+HEAD_TIMEOUT_SECONDS = 10.0
 
 
 class CannotListen(CapregError):
     """The HTTP address cannot be bound (in use, not local, not permitted)."""
+
+
+class _HeadDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 connection, closed when a request head is not complete within
+    HEAD_TIMEOUT_SECONDS. Bytes arriving do not move the deadline: only a whole head does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    # The ignore is uvicorn's: it narrows asyncio's BaseTransport to Transport the same way.
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        cycle = self.cycle
+        super().data_received(data)
+        if self.cycle is not cycle:  # a whole head arrived: its request is under way
+            self._head_arrived()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # Unless a pipelined head was already waiting, the next one is due from now.
+        if not self.transport.is_closing() and self.cycle.response_complete:
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_arrived()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        self._head_arrived()
+        self._deadline = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._head_too_slow)
+
+    def _head_arrived(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
 
 
 class _Embedded(uvicorn.Server):
@@ -35,6 +88,34 @@ class _Embedded(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's start on given sockets (lifespan is off), with a deadline on the TLS
+        handshake: asyncio's default waits 60 s for a client that never says hello."""
+        config = self.config
+        assert sockets is not None, "the listener always passes its bound socket"
+
+        def create_protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]  # uvicorn's own call
+                config=config,
+                server_state=self.server_state,
+                app_state=self.lifespan.state,
+                _loop=_loop,
+            )
+
+        loop = asyncio.get_running_loop()
+        handshake = HEAD_TIMEOUT_SECONDS if config.ssl else None
+        self.servers = [
+            await loop.create_server(
+                create_protocol,
+                sock=sock,
+                ssl=config.ssl,
+                backlog=config.backlog,
+                ssl_handshake_timeout=handshake,
+            )
+            for sock in sockets
+        ]
+        self.started = True
 
 
 def bind(listen: str) -> socket.socket:
@@ -73,6 +154,7 @@ class HttpListener:
         self.tls = tls_cert is not None and tls_key is not None
         config = uvicorn.Config(
             app,
+            http=_HeadDeadline,
             # The registry configured logging already; per-request lines are the metrics'
             # and the request ids' job.
             log_config=None,

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from registry.proto import registry_pb2
+from registry.wire import MAX_BATCH_CATALOGS, MAX_IDS
 
 SERVICE = registry_pb2.DESCRIPTOR.services_by_name["CapabilityRegistry"]
 Method = Literal["GET", "POST", "PUT", "DELETE"]
@@ -45,6 +46,9 @@ class Route:
     aliases: Mapping[str, str] = field(default_factory=dict)
     # Needs the registry:admin scope (the servicer checks it; the OpenAPI document says it).
     admin: bool = False
+    # Source.JSON: the most items each repeated field of the body may hold, checked before
+    # the body is read into a message (the domain core checks them again, naming the field).
+    max_items: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def descriptor(self) -> MethodDescriptor:
@@ -100,6 +104,7 @@ ROUTES: Mapping[str, Route] = _rows(
         method="POST",
         path="/v1/schemas",
         source=Source.JSON,
+        max_items={"ids": MAX_IDS},
         summary="Full schemas for 1 to 50 tool ids",
     ),
     Route(
@@ -124,6 +129,7 @@ ROUTES: Mapping[str, Route] = _rows(
         path="/v1/catalogs:batch",
         source=Source.JSON,
         admin=True,
+        max_items={"catalogs": MAX_BATCH_CATALOGS},
         summary="Register up to 1,000 catalogs; each commits or fails on its own",
     ),
     Route(

@@ -3,6 +3,7 @@ builds them (one authenticator, one set of lanes, metrics and admission for both
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class Served:
     http: httpx2.AsyncClient
     stub: AsyncStub
     metrics: ServiceMetrics
+    # The HTTP listener's base URL, for clients that write HTTP by hand (raw_http.py).
+    url: str
     keys: dict[str, str] = field(default_factory=dict)
 
     def auth(self, role: str) -> dict[str, str]:
@@ -52,6 +55,7 @@ async def serve_both(
     limits: CallerLimits | None = None,
     console: Path = CONSOLE,
     results: Path | None = None,
+    tls: tuple[Path, Path] | None = None,
 ) -> AsyncIterator[Served]:
     limits = limits or CallerLimits()
     config = ServerConfig(listen="127.0.0.1:0", caller_limits=limits)
@@ -67,14 +71,19 @@ async def serve_both(
     app = create_app(
         registry, authenticator, lanes, metrics, admission, console=console, results=results
     )
-    listener = HttpListener(app, bind("127.0.0.1:0"))
+    cert, key = tls or (None, None)
+    listener = HttpListener(app, bind("127.0.0.1:0"), tls_cert=cert, tls_key=key)
     await listener.start()
     try:
         async with (
-            httpx2.AsyncClient(base_url=listener.url, timeout=30.0) as http,
+            httpx2.AsyncClient(
+                base_url=listener.url,
+                timeout=30.0,
+                verify=ssl.create_default_context(cafile=cert) if cert else True,
+            ) as http,
             grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel,
         ):
-            yield Served(http, pb_grpc.CapabilityRegistryStub(channel), metrics)
+            yield Served(http, pb_grpc.CapabilityRegistryStub(channel), metrics, listener.url)
     finally:
         await listener.stop()
         await server.stop(None)

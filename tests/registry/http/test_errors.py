@@ -26,7 +26,7 @@ from registry.errors import (
     Unauthenticated,
     WorkflowNotFound,
 )
-from registry.http.binding import BodyTooLarge
+from registry.http.body import BodyTooLarge, BodyTooSlow
 from registry.http.errors import HTTP_STATUS, error_reply
 from registry.proto import registry_pb2 as pb
 from registry.rpc.status import status_for
@@ -44,7 +44,7 @@ def refusal(response: Any, status: int) -> dict[str, Any]:
     error: dict[str, Any] = body["error"]
     assert {"code", "status", "message"} <= set(error)
     assert error["status"] == status
-    expected = 413 if status == 413 else HTTP_STATUS[grpc.StatusCode[error["code"]]]
+    expected = status if status in (408, 413) else HTTP_STATUS[grpc.StatusCode[error["code"]]]
     assert expected == status
     return error
 
@@ -61,6 +61,7 @@ def test_every_grpc_code_has_one_http_status() -> None:
         (InvalidRequest("query must not be empty"), 400, set()),
         (CatalogError("mini", ["tools[0]: bad"]), 400, set()),
         (BodyTooLarge("body: too large"), 413, set()),
+        (BodyTooSlow("body: stopped"), 408, set()),
         (ToolsNotFound({"hr/x": ["hr/get_employee"]}), 404, {"suggestions"}),
         (CatalogNotFound("hrr", ["hr"]), 404, {"suggestions"}),
         (WorkflowNotFound("support/triage", ["support/ticket_triage"]), 404, {"suggestions"}),
