@@ -110,6 +110,9 @@ class ServerConfig:
     # HOST:PORT of the HTTP/JSON API (registry/http), in the same process; None: not served.
     # It shares the TLS files, keys, admission and metrics of the gRPC listener.
     http_listen: str | None = None
+    # Proxies in front of the HTTP listener (addresses and CIDR networks) whose
+    # X-Forwarded-For names the client; empty: the peer's own address is the client's.
+    trusted_proxies: tuple[str, ...] = ()
     # The evaluation plots (PNGs) the HTTP API and its console show; None: none.
     results_dir: Path | None = None
     progress: bool = False

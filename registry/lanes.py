@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -122,8 +123,11 @@ class Lanes:
             finally:
                 self._finished()
 
+        # The caller's context (its request id) goes with the work: what the work logs, the
+        # audit record of a change included, carries the id of the call that asked for it.
+        context = contextvars.copy_context()
         try:
-            future = asyncio.get_running_loop().run_in_executor(pool, guarded)
+            future = asyncio.get_running_loop().run_in_executor(pool, context.run, guarded)
         except RuntimeError as exc:  # the pool was shut down: the server is stopping
             raise NotReady("the server is stopping; retry on another replica") from exc
         return await future

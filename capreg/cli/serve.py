@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import sys
@@ -75,6 +76,24 @@ def results_dir(given: str | None) -> Path | None:
     return folder.resolve()
 
 
+def trusted_proxies(given: str | None) -> tuple[str, ...]:
+    """--trusted-proxies: comma-separated addresses and CIDR networks, each checked; never
+    a wildcard (believing every peer's X-Forwarded-For is believing no one)."""
+    if given is None:
+        return ()
+    networks = []
+    for part in given.split(","):
+        text = part.strip()
+        try:
+            networks.append(str(ipaddress.ip_network(text)))
+        except ValueError:
+            raise CommandError(
+                f"--trusted-proxies: {text!r} is not an address or a network such as "
+                "10.0.0.0/8 (host bits zero); name each proxy in front of --http"
+            ) from None
+    return tuple(networks)
+
+
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     config = ServerConfig(
         listen=args.listen,
@@ -97,6 +116,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         follow_interval=args.follow_interval,
         metrics_listen=args.metrics,
         http_listen=args.http,
+        trusted_proxies=trusted_proxies(args.trusted_proxies),
         results_dir=results_dir(args.results_dir),
         read_workers=args.read_workers,
         catalogs=CatalogPolicy(
@@ -252,6 +272,13 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="allow --http on a non-loopback address without TLS (a TLS-terminating proxy "
         "is in front)",
+    )
+    serve.add_argument(
+        "--trusted-proxies",
+        default=os.environ.get("CAPREG_TRUSTED_PROXIES"),
+        metavar="CIDR,...",
+        help="proxies in front of --http (addresses or networks) whose X-Forwarded-For names "
+        "the client; by default no forwarded header is believed and the peer is the client",
     )
     serve.add_argument(
         "--results-dir",

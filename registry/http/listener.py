@@ -1,7 +1,8 @@
 """Serves the HTTP app with uvicorn in the registry's own process and event loop, beside the
 gRPC server, and stops it with that server.
 
-A slow client cannot hold a connection: a TLS handshake and each request
+The peer's own address is the client's: `X-Forwarded-For` is believed only from the proxies
+the operator names. A slow client cannot hold a connection: a TLS handshake and each request
 head must be complete within HEAD_TIMEOUT_SECONDS (bodies keep a pace of their own, body.py)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import contextlib
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +150,20 @@ class HttpListener:
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
         grace_seconds: float = 5.0,
+        trusted_proxies: Sequence[str] = (),
     ) -> None:
+        """`trusted_proxies`: addresses and networks (CIDR) whose X-Forwarded-For and
+        X-Forwarded-Proto are believed; empty, no forwarded header is believed."""
         self._sock = sock
         self.tls = tls_cert is not None and tls_key is not None
         config = uvicorn.Config(
             app,
             http=_HeadDeadline,
+            # uvicorn believes X-Forwarded-For from loopback by default (and reads an
+            # environment variable for more): a client could rotate it past the failed-login
+            # throttle and write any address into the audit log.
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=list(trusted_proxies),
             # The registry configured logging already; per-request lines are the metrics'
             # and the request ids' job.
             log_config=None,

@@ -231,19 +231,20 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     ) -> pb.RegisterCatalogResponse:
         principal = self._principal(context)
         require_admin(principal)
-        try:
-            outcome = await self._lanes.write(
-                context,
-                self._registry.register,
-                request.content,
-                name=request.name,
-                fmt=request.format,
-            )
-        except CapregError as exc:
-            audit_refused(principal, request, exc)
-            raise
-        audit_registered(principal, request, outcome)
-        return registered_response(outcome)
+        registry = self._registry
+
+        def register() -> RegisterOutcome:
+            # Audited on the write thread, beside the commit: a caller whose deadline passes
+            # while the change is made no longer waits for it, and the change still commits.
+            try:
+                outcome = registry.register(request.content, name=request.name, fmt=request.format)
+            except CapregError as exc:
+                audit_refused(principal, request, exc)
+                raise
+            audit_registered(principal, request, outcome)
+            return outcome
+
+        return registered_response(await self._lanes.write(context, register))
 
     @mapped
     async def RegisterCatalogs(
@@ -257,14 +258,23 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
                 " split the batch"
             )
         entries = [(c.content, c.name, c.format) for c in request.catalogs]
-        outcomes = await self._lanes.write(context, self._registry.register_many, entries)
+        registry = self._registry
+
+        def register_many() -> list[RegisterOutcome | CapregError]:
+            outcomes = registry.register_many(entries)
+            for entry, outcome in zip(request.catalogs, outcomes, strict=True):
+                if isinstance(outcome, RegisterOutcome):
+                    audit_registered(principal, entry, outcome)
+                else:
+                    audit_refused(principal, entry, outcome)
+            return outcomes
+
+        outcomes = await self._lanes.write(context, register_many)
         results = []
         for entry, outcome in zip(request.catalogs, outcomes, strict=True):
             if isinstance(outcome, RegisterOutcome):
-                audit_registered(principal, entry, outcome)
                 results.append(pb.RegisterCatalogResult(registered=registered_response(outcome)))
             else:
-                audit_refused(principal, entry, outcome)
                 code, message = status_for(outcome)
                 failure = pb.CatalogFailure(code=code.name, message=message, name=entry.name)
                 results.append(pb.RegisterCatalogResult(failed=failure))
@@ -280,14 +290,20 @@ class CapabilityRegistryServicer(pb_grpc.CapabilityRegistryServicer):
     ) -> pb.DeleteCatalogResponse:
         principal = self._principal(context)
         require_admin(principal)
-        removed, generation = await self._lanes.write(context, self._registry.delete, request.name)
-        audit(
-            "delete",
-            principal=principal.name,
-            catalog=request.name,
-            removed=removed,
-            generation=generation,
-        )
+        registry = self._registry
+
+        def delete() -> tuple[int, int]:
+            removed, generation = registry.delete(request.name)
+            audit(
+                "delete",
+                principal=principal.name,
+                catalog=request.name,
+                removed=removed,
+                generation=generation,
+            )
+            return removed, generation
+
+        removed, generation = await self._lanes.write(context, delete)
         return pb.DeleteCatalogResponse(
             catalog=request.name, removed=removed, index_generation=generation
         )

@@ -4,7 +4,7 @@ builds them (one authenticator, one set of lanes, metrics and admission for both
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,7 @@ async def serve_both(
     limits: CallerLimits | None = None,
     console: Path = CONSOLE,
     results: Path | None = None,
+    trusted_proxies: Sequence[str] = (),
     tls: tuple[Path, Path] | None = None,
 ) -> AsyncIterator[Served]:
     limits = limits or CallerLimits()
@@ -72,7 +73,9 @@ async def serve_both(
         registry, authenticator, lanes, metrics, admission, console=console, results=results
     )
     cert, key = tls or (None, None)
-    listener = HttpListener(app, bind("127.0.0.1:0"), tls_cert=cert, tls_key=key)
+    listener = HttpListener(
+        app, bind("127.0.0.1:0"), tls_cert=cert, tls_key=key, trusted_proxies=trusted_proxies
+    )
     await listener.start()
     try:
         async with (

@@ -89,3 +89,15 @@ def test_one_process_serves_grpc_and_http_and_stops_both_on_sigterm(
     assert f"HTTP API at {http_url}" in log.read_text()
     with pytest.raises(httpx2.ConnectError):
         httpx2.get(f"{http_url}/healthz", timeout=5.0)
+
+
+def test_forwarded_addresses_are_believed_only_from_the_proxies_named(tmp_path: Path) -> None:
+    assert serve_config(build_parser().parse_args(_config_args(tmp_path))).trusted_proxies == ()
+    named = ["--trusted-proxies", "10.0.0.0/8, 192.168.1.7,::1"]
+    config = serve_config(build_parser().parse_args(_config_args(tmp_path, *named)))
+    assert config.trusted_proxies == ("10.0.0.0/8", "192.168.1.7/32", "::1/128")
+    for bad in ("*", "10.0.0.0/33", "proxy.example", "10.0.0.1/8", ""):
+        with pytest.raises(CommandError, match="--trusted-proxies"):
+            serve_config(
+                build_parser().parse_args(_config_args(tmp_path, "--trusted-proxies", bad))
+            )
