@@ -105,7 +105,8 @@ class ServerConfig:
     # (RESOURCE_EXHAUSTED). Cache hits never wait, so they are never shed.
     read_queue: int = 64
     caller_limits: CallerLimits = field(default_factory=CallerLimits)
-    # HOST:PORT of the Prometheus endpoint (/metrics); None: not served.
+    # HOST:PORT of the open Prometheus endpoint (/metrics), loopback and without keys only
+    # (decision 0066); None: not served. With keys, GET /metrics on the HTTP listener.
     metrics_listen: str | None = None
     # HOST:PORT of the HTTP/JSON API (registry/http), in the same process; None: not served.
     # It shares the TLS files, keys, admission and metrics of the gRPC listener.

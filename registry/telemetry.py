@@ -1,8 +1,10 @@
 """Prometheus metrics and the request id, both as one gRPC interceptor, plus the gauges read
-from the registry when scraped.
+from the registry when scraped, and who may read them.
 
 Per RPC and status code: a request counter and a latency histogram. At scrape time: the index
 size and generation, result-cache hits and misses, tools embedded, and work waiting per lane.
+These count every catalog, whoever may see it, so reading them takes a key granted
+METRICS_SCOPE (or an administrator's).
 """
 
 from __future__ import annotations
@@ -13,11 +15,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from registry.auth.scopes import Principal
 from registry.core import Registry
+from registry.errors import PermissionDenied
 from registry.lanes import Lanes
 from registry.logs import REQUEST_ID
 from registry.rpc.interceptors import Behaviour, UnaryInterceptor
@@ -26,6 +36,17 @@ from registry.rpc.status import Context
 REQUEST_ID_HEADER = "x-request-id"
 # Latency buckets around the search budget: a cache hit is ~1 ms, a search ~10-30 ms.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0)
+# The scope a monitoring key needs (registry:admin covers it too).
+METRICS_SCOPE = "registry:metrics"
+EXPOSITION_MEDIA_TYPE = CONTENT_TYPE_LATEST
+
+
+def require_metrics_reader(principal: Principal) -> None:
+    """PermissionDenied unless `principal` may read the service-wide counts."""
+    if not (principal.grants.covers(METRICS_SCOPE) or principal.can_administer):
+        raise PermissionDenied(
+            f"'{principal.name}' lacks the '{METRICS_SCOPE}' scope needed to read metrics"
+        )
 
 
 class ServiceMetrics:
@@ -46,6 +67,10 @@ class ServiceMetrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+
+    def exposition(self) -> bytes:
+        """Every metric in Prometheus's text format (EXPOSITION_MEDIA_TYPE)."""
+        return generate_latest(self.registry)
 
     def watch(self, registry: Registry, lanes: Lanes) -> None:
         """Reports `registry`'s and `lanes`' state at every scrape."""

@@ -24,7 +24,8 @@ from registry.config import (
 )
 from registry.rpc.server import ServeFailed, run_server
 from registry.store.postgres import is_postgres
-from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
+from registry.telemetry import METRICS_SCOPE
+from registry.wire import DEFAULT_LISTEN, is_loopback
 
 
 def _at_least_one(value: str) -> int:
@@ -135,7 +136,8 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
     # A PostgreSQL store brings the cluster's keys (default-deny when it holds none).
-    if not loopback and config.keys_file is None and not isinstance(config.db, str):
+    keys = config.keys_file is not None or isinstance(config.db, str)
+    if not loopback and not keys:
         raise CommandError(
             f"refusing to listen on non-loopback address {config.listen} without credentials "
             "configured: pass --keys FILE (see `capreg keys add`) or use 127.0.0.1:PORT"
@@ -149,10 +151,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
     if config.caller_limits.rate < 0:
         raise CommandError("--caller-rate must be 0 (no limit) or more")
     if config.metrics_listen:
-        try:
-            listen_host(config.metrics_listen)
-        except ValueError as exc:
-            raise CommandError(f"--metrics: {exc}") from exc
+        check_metrics_listen(config.metrics_listen, keys=keys)
     if config.http_listen:
         check_http_listen(config, insecure=args.insecure_http)
     if config.catalogs_dir and not config.catalogs_dir.is_dir():
@@ -160,6 +159,31 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
     if config.watch and not config.catalogs_dir:
         raise CommandError("--watch needs --catalogs DIR (the folder to watch)")
     return config
+
+
+def check_metrics_listen(listen: str, *, keys: bool) -> None:
+    """The --metrics listener answers anyone who reaches it, and its counts cover every
+    catalog: loopback only, and only where no keys are enforced (there every caller is an
+    administrator already). With keys, metrics go to a key: GET /metrics on --http
+    (decision 0066)."""
+    try:
+        loopback = is_loopback(listen)
+    except ValueError as exc:
+        raise CommandError(f"--metrics: {exc}") from exc
+    scrape = (
+        f"scrape GET /metrics on the --http listener with a key granted '{METRICS_SCOPE}' "
+        f"(capreg keys add prometheus --scopes {METRICS_SCOPE})"
+    )
+    if not loopback:
+        raise CommandError(
+            f"--metrics {listen}: the metrics listener has no authentication, so it serves "
+            f"loopback only (127.0.0.1:PORT); to scrape from another host, {scrape}"
+        )
+    if keys:
+        raise CommandError(
+            f"--metrics {listen}: with API keys enforced, metrics are served only to a key: "
+            f"{scrape}"
+        )
 
 
 def check_http_listen(config: ServerConfig, *, insecure: bool) -> None:
@@ -258,7 +282,9 @@ def add_parser(commands: Any) -> None:
         "--metrics",
         default=os.environ.get("CAPREG_METRICS"),
         metavar="HOST:PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)",
+        help="without --keys: serve Prometheus metrics to anyone at http://HOST:PORT/metrics, "
+        "loopback only (e.g. 127.0.0.1:9464); with keys, scrape GET /metrics on --http with a "
+        f"key granted {METRICS_SCOPE}",
     )
     serve.add_argument(
         "--http",

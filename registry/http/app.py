@@ -1,6 +1,6 @@
 """The HTTP app: each route of the table runs its RPC through the same servicer and the same
 interceptors (metrics and request ids, per-caller admission) as gRPC; beside them health,
-readiness, the OpenAPI document and the web console's files.
+readiness, the OpenAPI document, metrics and the web console's files.
 
 A request body costs nothing until its caller is known: the key (and, for a catalog change,
 the admin scope) and the declared size are checked from the headers before a byte of the body
@@ -34,6 +34,7 @@ from registry.http.body import body_limit, refuse_declared_size
 from registry.http.call_context import HttpAbort, HttpContext
 from registry.http.errors import ErrorReply, abort_reply, error_reply
 from registry.http.headers import FrontHeaders
+from registry.http.metrics import metrics_routes
 from registry.http.results import results_routes
 from registry.http.routes import ROUTES, Route, Source
 from registry.http.spec import openapi_document
@@ -210,6 +211,7 @@ def create_app(
         HttpRoute("/openapi.json", openapi, methods=["GET"]),
         HttpRoute("/", home, methods=["GET"]),
         *results_routes(results, authenticator),
+        *metrics_routes(metrics, authenticator),
     ]
     if console.is_dir():
         routes.append(Mount("/console", StaticFiles(directory=console), name="console"))

@@ -101,3 +101,20 @@ def test_forwarded_addresses_are_believed_only_from_the_proxies_named(tmp_path: 
             serve_config(
                 build_parser().parse_args(_config_args(tmp_path, "--trusted-proxies", bad))
             )
+
+
+def test_the_open_metrics_listener_stays_on_loopback(tmp_path: Path) -> None:
+    for exposed in (":9464", "0.0.0.0:9464", "[::]:9464"):
+        args = _config_args(tmp_path, "--metrics", exposed)
+        with pytest.raises(CommandError, match="--metrics"):
+            serve_config(build_parser().parse_args(args))
+    local = _config_args(tmp_path, "--metrics", "127.0.0.1:9464")
+    assert serve_config(build_parser().parse_args(local)).metrics_listen == "127.0.0.1:9464"
+
+
+def test_with_keys_metrics_are_served_only_to_a_key(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.yaml"
+    add_key(keys, "ops", ["registry:admin", "*"])
+    args = _config_args(tmp_path, "--keys", str(keys), "--metrics", "127.0.0.1:9464")
+    with pytest.raises(CommandError, match="registry:metrics"):
+        serve_config(build_parser().parse_args(args))
