@@ -1,9 +1,25 @@
-"""Headers an HTTP answer carries beyond its own: `connection: close` when the answer came
-before the request's body was read."""
+"""Headers every HTTP answer carries: how a browser may use it (never inside another site's
+frame; the console's content policy, which a `<meta>` tag cannot fully state), and
+`connection: close` when the answer came before the request's body was read."""
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# The console's policy (the same as its page's <meta> tag, which cannot carry
+# frame-ancestors): everything from this server, plots from blob: URLs, no form submission.
+CONSOLE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+# Everything else is data: nothing in it may run, load or be framed.
+DATA_POLICY = "default-src 'none'; frame-ancestors 'none'"
+CONSOLE_PATHS = ("/", "/console/")
+
+
+def _policy(path: str) -> bytes:
+    console = path == CONSOLE_PATHS[0] or path.startswith(CONSOLE_PATHS[1])
+    return (CONSOLE_POLICY if console else DATA_POLICY).encode()
 
 
 def _declares_body(scope: Scope) -> bool:
@@ -28,6 +44,7 @@ class FrontHeaders:
             await self._app(scope, receive, send)
             return
         unread = _declares_body(scope)
+        policy = _policy(scope["path"])
 
         async def receive_counted() -> Message:
             nonlocal unread
@@ -37,8 +54,15 @@ class FrontHeaders:
             return message
 
         async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start" and unread:
-                headers = [*message.get("headers", ()), (b"connection", b"close")]
+            if message["type"] == "http.response.start":
+                headers = [
+                    *message.get("headers", ()),
+                    (b"content-security-policy", policy),
+                    (b"x-frame-options", b"DENY"),
+                    (b"x-content-type-options", b"nosniff"),
+                ]
+                if unread:
+                    headers.append((b"connection", b"close"))
                 message = {**message, "headers": headers}
             await send(message)
 
