@@ -1,10 +1,15 @@
-"""Query vectors: requests and their clauses encoded once and shared by every caller.
+"""Query vectors: requests and their clauses encoded once per audience.
 
-A query vector holds no tool data, so one cache serves every caller whatever they may see.
+A query vector holds no tool data, but whether it is cached says that someone asked the same
+thing: a cache shared by everyone would let one key time another's queries (a hit answers in
+a third of the time). Entries are therefore kept per audience, the caller's visibility class,
+the same partition the result cache uses (decision 0066). Offline work (evaluation warm-up,
+training) uses the audience of a caller who sees everything, as its searches do.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,9 +17,12 @@ from numpy.typing import NDArray
 
 from indexer.embedding import Embedder, SpanEmbedder
 from indexer.retrieval.fusion import clause_spans, split_intents
+from registry.auth.scopes import Grants
 from registry.cache import TTLCache, normalise_query
 
 QUERY_VECTOR_TTL_SECONDS = 24 * 3600.0
+# The audience of a caller who sees everything (registry.snapshot.ALL).
+EVERYONE = Grants.parse(["*"]).visibility_class
 
 
 class QueryEncoder:
@@ -25,6 +33,16 @@ class QueryEncoder:
         self._vectors: TTLCache[str, NDArray[np.float32]] = TTLCache(
             max_entries=cache_size, ttl_seconds=QUERY_VECTOR_TTL_SECONDS
         )
+        self._audience = EVERYONE
+
+    def seen_by(self, audience: str) -> QueryEncoder:
+        """This encoder as `audience` uses it: one cache (one bound) for all, but no entry
+        one audience stored is ever found by another."""
+        if audience == self._audience:
+            return self
+        view = copy.copy(self)
+        view._audience = audience
+        return view
 
     @property
     def embedder(self) -> Embedder:
@@ -56,7 +74,7 @@ class QueryEncoder:
         embedder = self._embedder
         if not clauses or not joint or not isinstance(embedder, SpanEmbedder):
             return self.embed_many([text, *clauses])
-        key = normalise_query(text)
+        key = self._key(text)
         keys = [key, *(f"{key}\0{clause}" for clause in clauses)]
         found = [self._vectors.get(k) for k in keys]
         if any(v is None for v in found):
@@ -77,12 +95,16 @@ class QueryEncoder:
         self, queries: Sequence[str], *, progress: bool = False
     ) -> list[NDArray[np.float32]]:
         """Vectors for `queries`, encoding only those not cached, in one batch."""
-        keys = [normalise_query(q) for q in queries]
+        texts = {self._key(q): normalise_query(q) for q in queries}
+        keys = [self._key(q) for q in queries]
         found = {key: self._vectors.get(key) for key in keys}
         missing = list(dict.fromkeys(k for k, v in found.items() if v is None))
         if missing:
-            vectors = self._embedder.encode(missing, progress=progress)
+            vectors = self._embedder.encode([texts[k] for k in missing], progress=progress)
             for key, vector in zip(missing, vectors, strict=True):
                 found[key] = vector
                 self._vectors.put(key, vector)
         return [v for v in (found[k] for k in keys) if v is not None]
+
+    def _key(self, text: str) -> str:
+        return f"{self._audience}\0{normalise_query(text)}"

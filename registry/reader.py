@@ -261,7 +261,10 @@ class Reader:
             catalogs=request.catalogs,
             tools=request.tools,
         )
-        return STRATEGIES[request.retriever](request.snapshot.index, search, self._models)
+        # Query vectors as this caller's audience has them: another audience's cached vector
+        # would answer faster, telling it someone asked the same (decision 0066).
+        models = replace(self._models, encoder=self._queries.seen_by(viewer.visibility_class))
+        return STRATEGIES[request.retriever](request.snapshot.index, search, models)
 
     def _cached(self, key: SearchCacheKey) -> SearchOutcome | None:
         try:
