@@ -3,7 +3,7 @@
 A query vector holds no tool data, but whether it is cached says that someone asked the same
 thing: a cache shared by everyone would let one key time another's queries (a hit answers in
 a third of the time). Entries are therefore kept per audience, the caller's visibility class,
-the same partition the result cache uses (decision 0066). Offline work (evaluation warm-up,
+the same partition the result cache uses (decision 0067). Offline work (evaluation warm-up,
 training) uses the audience of a caller who sees everything, as its searches do.
 """
 

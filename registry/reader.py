@@ -262,7 +262,7 @@ class Reader:
             tools=request.tools,
         )
         # Query vectors as this caller's audience has them: another audience's cached vector
-        # would answer faster, telling it someone asked the same (decision 0066).
+        # would answer faster, telling it someone asked the same (decision 0067).
         models = replace(self._models, encoder=self._queries.seen_by(viewer.visibility_class))
         return STRATEGIES[request.retriever](request.snapshot.index, search, models)
 
