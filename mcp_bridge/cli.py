@@ -9,7 +9,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from mcp_bridge.config import MAX_SESSIONS, SESSION_IDLE_SECONDS, BridgeConfig, HttpListen
+from mcp_bridge.config import (
+    MAX_SESSIONS,
+    MAX_SESSIONS_PER_KEY,
+    SESSION_IDLE_SECONDS,
+    BridgeConfig,
+    HttpListen,
+)
 from registry.client import DEFAULT_TIMEOUT_SECONDS, RegistryTarget
 from registry.wire import DEFAULT_LISTEN, is_loopback, listen_host
 
@@ -56,6 +62,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="HTTP sessions open at once (default: %(default)s)",
     )
     bridge.add_argument(
+        "--max-sessions-per-key",
+        type=int,
+        default=MAX_SESSIONS_PER_KEY,
+        help="HTTP sessions one key may hold at once (default: %(default)s)",
+    )
+    bridge.add_argument(
         "--session-idle",
         type=float,
         default=SESSION_IDLE_SECONDS,
@@ -97,6 +109,8 @@ def http_listen(args: argparse.Namespace) -> HttpListen:
         )
     if args.max_sessions < 1:
         raise BridgeOptionError("--max-sessions must be at least 1")
+    if args.max_sessions_per_key < 1:
+        raise BridgeOptionError("--max-sessions-per-key must be at least 1")
     if not args.session_idle > 0:
         raise BridgeOptionError("--session-idle must be a positive number of seconds")
     return HttpListen(
@@ -105,6 +119,7 @@ def http_listen(args: argparse.Namespace) -> HttpListen:
         tls_cert=Path(args.http_tls_cert) if tls else None,
         tls_key=Path(args.http_tls_key) if tls else None,
         max_sessions=args.max_sessions,
+        max_sessions_per_key=args.max_sessions_per_key,
         session_idle_seconds=args.session_idle,
     )
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from registry.client import RegistryTarget
 
-# Sessions one HTTP bridge keeps open at once, and how long an idle one lives.
+# Sessions one HTTP bridge keeps open at once, how many of them one key may hold, and how
+# long an idle one lives.
 MAX_SESSIONS = 256
+MAX_SESSIONS_PER_KEY = 32
 SESSION_IDLE_SECONDS = 600.0
 
 
@@ -24,6 +26,7 @@ class HttpListen:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     max_sessions: int = MAX_SESSIONS
+    max_sessions_per_key: int = MAX_SESSIONS_PER_KEY
     session_idle_seconds: float = SESSION_IDLE_SECONDS
 
 

@@ -9,14 +9,17 @@ import sys
 import uvicorn
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_bridge.config import BridgeConfig, HttpListen
 from mcp_bridge.server import build_server, forwarded_bearer, static_key
+from mcp_bridge.sessions import SessionsPerKey, owner_of
 from registry.client import AccessRefused, AsyncRegistryClient, RegistryCallFailed
 from registry.wire import bearer_key, is_loopback
 
 logger = logging.getLogger(__name__)
+
+SESSION_HEADER = "mcp-session-id"
 
 
 class CannotListen(Exception):
@@ -33,15 +36,17 @@ def _refusal(description: str) -> JSONResponse:
 
 class RequireBearer:
     """Answers 401 to any HTTP request without `Authorization: Bearer <key>`, and to a request
-    opening a session with a key the registry does not accept.
+    opening a session with a key the registry does not accept; 429 to one opening a session
+    for a key that holds its share of them already.
 
     The key is judged by the registry again on every call; checking it when a session opens
     means an arbitrary bearer string cannot hold a session (and its memory) open.
     """
 
-    def __init__(self, app: ASGIApp, client: AsyncRegistryClient) -> None:
+    def __init__(self, app: ASGIApp, client: AsyncRegistryClient, sessions: SessionsPerKey) -> None:
         self._app = app
         self._client = client
+        self._sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,7 +57,8 @@ class RequireBearer:
         if key is None:
             await _refusal("send 'Authorization: Bearer <capreg API key>'")(scope, receive, send)
             return
-        if "mcp-session-id" not in headers and scope.get("method") == "POST":
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None and scope.get("method") == "POST":
             try:
                 await self._client.list_catalogs(key=key)
             except AccessRefused:
@@ -63,7 +69,58 @@ class RequireBearer:
                 response.status_code = 503
                 await response(scope, receive, send)
                 return
-        await self._app(scope, receive, send)
+            await self._open(owner_of(key), scope, receive, send)
+            return
+        if session_id is None:
+            await self._app(scope, receive, send)
+            return
+        self._sessions.begin(session_id)
+        status: list[int] = []
+        try:
+            await self._app(scope, receive, _watching(send, status))
+        finally:
+            answered = status[0] if status else 500
+            ended = scope.get("method") == "DELETE" and answered < 400
+            self._sessions.end(session_id, gone=ended or answered == 404)
+
+    async def _open(self, owner: str, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._sessions.reserve(owner):
+            await _too_many_sessions(self._sessions.per_key)(scope, receive, send)
+            return
+        opened: list[str] = []
+
+        async def note_session(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                session_id = Headers(raw=message["headers"]).get(SESSION_HEADER)
+                if session_id:
+                    opened.append(session_id)
+            await send(message)
+
+        try:
+            await self._app(scope, receive, note_session)
+        finally:
+            self._sessions.settle(owner, opened[0] if opened else None)
+
+
+def _watching(send: Send, status: list[int]) -> Send:
+    async def watched(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+        await send(message)
+
+    return watched
+
+
+def _too_many_sessions(per_key: int) -> JSONResponse:
+    # A JSON-RPC error, as the SDK answers its own session limit.
+    message = (
+        f"this key holds {per_key} open sessions, the most one key may; end one "
+        "(DELETE with its mcp-session-id) or let one idle out"
+    )
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
+        status_code=429,
+    )
 
 
 def _url(host: str, port: int, path: str, *, tls: bool = False) -> str:
@@ -108,7 +165,11 @@ async def serve_http(config: BridgeConfig, listen: HttpListen, client: AsyncRegi
         )
     uvicorn_server = uvicorn.Server(
         uvicorn.Config(
-            RequireBearer(app, client),
+            RequireBearer(
+                app,
+                client,
+                SessionsPerKey(listen.max_sessions_per_key, listen.session_idle_seconds),
+            ),
             log_level="warning",
             lifespan="on",
             ssl_certfile=str(listen.tls_cert) if tls else None,

@@ -118,3 +118,25 @@ async def test_sessions_are_capped(secured_registry: SecuredRegistry) -> None:
     ):
         opened = [await http.post(bridge.url, json=INITIALIZE, headers=headers) for _ in range(3)]
     assert [r.status_code == 200 for r in opened] == [True, True, False]
+
+
+async def test_one_key_cannot_take_every_session(secured_registry: SecuredRegistry) -> None:
+    hr = {**STREAMS, "Authorization": f"Bearer {secured_registry.hr_key}"}
+    support = {**STREAMS, "Authorization": f"Bearer {secured_registry.support_key}"}
+    options = ("--max-sessions", "3", "--max-sessions-per-key", "2")
+    async with (
+        http_bridge_process(secured_registry.address, *options) as bridge,
+        httpx2.AsyncClient(timeout=30.0) as http,
+    ):
+        by_hr = [await http.post(bridge.url, json=INITIALIZE, headers=hr) for _ in range(3)]
+        by_support = await http.post(bridge.url, json=INITIALIZE, headers=support)
+        # A session its key ends gives the key its place back.
+        ended = await http.delete(
+            bridge.url, headers={**hr, "mcp-session-id": by_hr[0].headers["mcp-session-id"]}
+        )
+        reopened = await http.post(bridge.url, json=INITIALIZE, headers=hr)
+    assert [r.status_code for r in by_hr] == [200, 200, 429]
+    assert "mcp-session-id" not in by_hr[2].headers
+    assert by_support.status_code == 200
+    assert ended.status_code == 200
+    assert reopened.status_code == 200
