@@ -15,16 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from registry.auth.keys import key_id_of
-
 
 def owner_of(key: str) -> str:
-    """Whose sessions a key's are: its public id, or a digest of a key of another shape
-    (the secret itself is never kept)."""
-    key_id = key_id_of(key)
-    if key_id is not None:
-        return f"id {key_id}"
-    return "hash " + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """Whose sessions a key's are: a digest of the whole key, so the key itself is never
+    kept, and a key id with a wrong secret (which the registry refused anyway) is another
+    owner."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass
