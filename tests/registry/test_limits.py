@@ -194,15 +194,20 @@ async def test_slow_bodies_and_wrong_secrets_from_another_host_leave_the_reader_
             "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
         ).encode()
         slow = []
+        answers = []
         for _ in range(40):
-            _, writer = await asyncio.open_connection(host, int(port), local_addr=(attacker, 0))
+            reply, writer = await asyncio.open_connection(host, int(port), local_addr=(attacker, 0))
             writer.write(head)  # the body never comes
             await writer.drain()
             slow.append(writer)
+            answers.append(asyncio.ensure_future(reply.read(1)))
         transport = httpx2.AsyncHTTPTransport(local_address=attacker)
         async with httpx2.AsyncClient(transport=transport, base_url=url, timeout=30) as other:
-            # Once the slow bodies have been admitted, their caller's slots are full.
+            # Every slow body has been dealt with: refused from its head, or admitted and
+            # holding one of its caller's slots until they are full.
             for _ in range(int(BOUNDED_WAIT * 10)):
+                if all(answer.done() for answer in answers):
+                    break
                 probe = await other.post(
                     "/v1/schemas",
                     json={"ids": []},
@@ -212,7 +217,7 @@ async def test_slow_bodies_and_wrong_secrets_from_another_host_leave_the_reader_
                     break
                 await asyncio.sleep(0.1)
             else:
-                raise AssertionError("the slow bodies never filled their caller's slots")
+                raise AssertionError("the slow bodies were neither refused nor admitted")
             for _ in range(300):
                 wrong = await other.get(
                     "/v1/catalogs", headers={"authorization": f"Bearer {_forged(reader)}"}
@@ -225,7 +230,8 @@ async def test_slow_bodies_and_wrong_secrets_from_another_host_leave_the_reader_
         async with grpc.aio.insecure_channel(address) as channel:
             stub = pb_grpc.CapabilityRegistryStub(channel)
             over_grpc = await stub.ListCatalogs(pb.ListCatalogsRequest(), metadata=_bearer(reader))
-        for writer in slow:
+        for writer, answer in zip(slow, answers, strict=True):
+            answer.cancel()
             writer.close()
     assert over_http.status_code == 200, over_http.text
     assert [c["name"] for c in over_http.json()["catalogs"]] == ["hr"]
