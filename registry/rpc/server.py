@@ -245,6 +245,7 @@ async def run_server(config: ServerConfig) -> bool:
             tls_cert=config.tls_cert,
             tls_key=config.tls_key,
             grace_seconds=config.grace_seconds,
+            trusted_proxies=config.trusted_proxies,
         )
     await server.start()
     if http_api is not None:

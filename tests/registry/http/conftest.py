@@ -64,7 +64,7 @@ async def serve_both(
     authenticator = Authenticator(keys, reload_interval=0.0)
     lanes = Lanes(read_workers=2, write_queue=8)
     metrics = ServiceMetrics()
-    admission = Admission(limits)
+    admission = Admission(limits, authenticator=authenticator)
     server, port, health = create_server(config, registry, authenticator, lanes, metrics, admission)
     await server.start()
     if registry.ready:

@@ -3,6 +3,7 @@ together that stops on SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -118,3 +119,33 @@ def test_with_keys_metrics_are_served_only_to_a_key(tmp_path: Path) -> None:
     args = _config_args(tmp_path, "--keys", str(keys), "--metrics", "127.0.0.1:9464")
     with pytest.raises(CommandError, match="registry:metrics"):
         serve_config(build_parser().parse_args(args))
+
+
+def test_serve_believes_forwarded_addresses_from_the_proxies_it_is_told_of(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.yaml"
+    add_key(keys, "ops", ["registry:admin", "*"])
+    grpc_address = f"127.0.0.1:{free_port()}"
+    http_url = f"http://127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "capreg.cli", "serve", "--log-format", "json"]
+    command += ["--db", str(copy_db(sample_db, tmp_path)), "--keys", str(keys)]
+    command += ["--listen", grpc_address, "--http", http_url[7:]]
+    command += ["--trusted-proxies", "127.0.0.0/8"]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=sink)
+        try:
+            wait_serving(grpc_address, process, seconds=120)
+            forged = {"authorization": "Bearer ck_nobody.wrong", "x-forwarded-for": "203.0.113.9"}
+            refused = httpx2.get(f"{http_url}/v1/catalogs", headers=forged, timeout=30.0)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+    assert refused.status_code == 401
+    failures = [
+        json.loads(line)
+        for line in log.read_text().splitlines()
+        if line.startswith("{") and '"auth_failure"' in line
+    ]
+    assert [record.get("peer") for record in failures] == ["203.0.113.9"]
