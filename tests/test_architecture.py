@@ -138,11 +138,15 @@ def third_party_importers(library: str) -> set[str]:
     ("library", "owners"),
     [
         ("faiss", {"indexer.retrieval.vector_index"}),
-        ("sentence_transformers", {"indexer.embedding.torch"}),
+        # The torch backend, and the encoder's fine-tuning (make train only).
+        ("sentence_transformers", {"indexer.embedding.torch", "capreg.training.encoder"}),
         ("onnxruntime", {"indexer.embedding.onnx"}),
-        # The one-off ONNX export, and the query adapter's fit (make train only: serving
-        # applies the fitted matrix with numpy).
-        ("torch", {"indexer.embedding.onnx", "capreg.training.adapting"}),
+        # The one-off ONNX export, the query adapter's fit and the encoder's fine-tuning (make
+        # train only: serving applies the fitted matrix with numpy).
+        (
+            "torch",
+            {"indexer.embedding.onnx", "capreg.training.adapting", "capreg.training.encoder"},
+        ),
         ("bm25s", {"indexer.retrieval.lexical"}),
         # The vendors' SDKs are test-only: the tool-search adapters emit plain payloads.
         ("anthropic", set()),

@@ -34,6 +34,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "context": ("capreg.cli.context", "tokens carried: every schema in every turn vs discovery"),
     "datasets": ("capreg.cli.datasets", "fetch or list the labeled evaluation sets"),
     "train": ("capreg.cli.train", "fit the learned ranking stage on the tuning splits"),
+    "train-encoder": (
+        "capreg.cli.train_encoder",
+        "fine-tune the sentence encoder on the tuning splits",
+    ),
     "bridge": (
         "mcp_bridge.cli",
         "serve the registry to MCP clients (stdio, or streamable HTTP with --http)",

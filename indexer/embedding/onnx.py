@@ -171,7 +171,7 @@ class OnnxEmbedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = model_path or default_model_path()
+        path = model_path or default_model_path(cache_dir)
         self._pipeline = read_pipeline(path)
         fingerprint = model_fingerprint(path)
         folder = (cache_dir or default_cache_dir()) / "onnx"
