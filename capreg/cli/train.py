@@ -18,6 +18,7 @@ from capreg.training.stage import (
     REPORT_SETS,
     ablation_report,
     compare_with_committed,
+    ranker_encoder,
     train,
     training_report,
     write_model,
@@ -32,11 +33,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     datasets = Path(args.datasets) if args.datasets else None
     workdir = Path(args.workdir)
     command = "capreg " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else "capreg train"
+    features, adapt = ranker_encoder(Path(args.model) if args.model else None)
     try:
-        embedder = load_embedder(
-            Path(args.model) if args.model else None, args.embedder, cache_dir=model_cache()
+        embedder = load_embedder(features, args.embedder, cache_dir=model_cache())
+        result = train(
+            embedder, datasets=datasets, workdir=workdir, raw=bool(args.ablation), adapt=adapt
         )
-        result = train(embedder, datasets=datasets, workdir=workdir, raw=bool(args.ablation))
     except (ValueError, FileNotFoundError) as exc:
         raise CommandError(str(exc)) from exc
     output = Path(args.output)

@@ -73,6 +73,9 @@ class Corpus:
         dataset = load_dataset(name, datasets)
         self.name = name
         self.queries = [q for q in dataset.queries if q.relevant and not q.steps]
+        # Requests the set itself labels as served by no tool (mcp-agentstyle's `none`): real
+        # unanswerable requests, beside the copies made by leaving catalogs out.
+        self.unserved = [q for q in dataset.queries if not q.relevant and not q.steps]
         self._one_catalog = len(dataset.catalogs) == 1
         # Unanswerable copies made by the last `shortlists`, and how many of them also left
         # out a twin of a gold tool from another catalog.
@@ -87,7 +90,7 @@ class Corpus:
             self._registry = Registry(self._store, embedder, settings=settings)
             self._registry.load()
             load_catalogs(self._registry, dataset.catalogs)
-            self._registry.queries.warm([q.query for q in self.queries])
+            self._registry.queries.warm([q.query for q in self.queries + self.unserved])
         except BaseException:
             self._store.close()
             raise
@@ -114,26 +117,28 @@ class Corpus:
         unanswerable: bool = True,
         intents: Intents = split_intents,
     ) -> list[Shortlisted]:
-        """Every answerable request (and its unanswerable copy) as the first stage
-        shortlists it, its vectors mapped by `adapter` as serving maps them (`intents`: the
-        parts of a request blended on their own, its clauses as served)."""
+        """Every answerable request (and its unanswerable copy), then every request the set
+        labels unserved (with `unanswerable`), as the first stage shortlists it. Its vectors
+        are mapped by `adapter` as serving maps them (`intents`: the parts of a request
+        blended on their own, its clauses as served)."""
         registry = self._registry
         index = registry.reader.snapshot.index
         catalog_of = np.asarray([e.tool.catalog for e in index.entries])
         name_of = np.asarray([name_key(e.tool.name) for e in index.entries])
         items: list[Shortlisted] = []
         self.copies = self.copies_with_twins = 0
-        for query in self.queries:
+        requests = self.queries + (self.unserved if unanswerable else [])
+        for query in requests:
             text = query.query.strip()
             texts = [text, *intents(text)]
             vectors = registry.queries.request_vectors(text, texts[1:])
             if adapter is not None:
                 vectors = adapter.apply(vectors)
-            variants: list[tuple[bool, NDArray[np.bool_] | None]] = [(True, None)]
+            variants: list[tuple[bool, NDArray[np.bool_] | None]] = [(bool(query.relevant), None)]
             # With one catalog there is nothing to leave out: removing only the gold tools
             # leaves near-twins that do answer (MetaTool's tools overlap in purpose), which
             # would teach weak_match to flag answerable requests.
-            if unanswerable and not self._one_catalog:
+            if unanswerable and query.relevant and not self._one_catalog:
                 absent, twins = left_out_rows(catalog_of, name_of, query.relevant)
                 variants.append((False, absent))
                 self.copies += 1

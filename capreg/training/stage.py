@@ -7,7 +7,7 @@ ablation and the weak-match operating point).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,7 @@ from capreg.training.learning import (
     ordered,
 )
 from indexer.embedding import Embedder
+from indexer.embedding.model_files import OVERLAY_FILE, base_model_path
 from indexer.evaluation.datasets import TUNING_SETS
 from indexer.retrieval.features import FEATURES, FeatureGroup, columns_of
 from indexer.retrieval.fusion import split_intents
@@ -57,8 +58,28 @@ class Training:
     # Per tuning set with unanswerable copies: how many copies, and how many of them also
     # left out a same-named tool of another catalog.
     copies: dict[str, tuple[int, int]]
+    # Per tuning set: how many requests it labels as served by no tool (unanswerable as
+    # written, beside the copies).
+    unserved: dict[str, int] = field(default_factory=dict)
+    # The model id of the encoder the features came from.
+    encoder: str = ""
     # The same shortlists without any adapter (only with `raw`, for the ablation).
     raw_tuning: dict[str, list[Shortlisted]] | None = None
+
+
+def ranker_encoder(configured: Path | None) -> tuple[Path | None, bool]:
+    """The model folder whose features the ranker and weak_match learn from, and whether a
+    query adapter is fitted for it.
+
+    With the fine-tuned encoder served (no folder configured, an overlay shipped), that is the
+    base encoder, without an adapter: the tuned one has seen every tuning request, so its
+    cosines there are better than on any request it will serve, and a ranker fitted on them
+    trusts them too far (decision 0069); an adapter would map the base's space. Otherwise
+    the configured (or default) folder itself, with an adapter.
+    """
+    if configured is None and OVERLAY_FILE.is_file():
+        return base_model_path(), False
+    return configured, True
 
 
 def train(
@@ -68,27 +89,37 @@ def train(
     workdir: Path = DEFAULT_WORKDIR,
     raw: bool = False,
     intents: Intents = split_intents,
+    adapt: bool = True,
 ) -> Training:
     """The learned stage fitted on TUNING_SETS (all features): the query adapter on every
     tuning set, and the ranker and weak_match on shortlists cross-fitted for it (each set's
     requests mapped by an adapter fitted on the other sets, so the ranker learns how far an
     adapted cosine can be trusted on a corpus the adapter has not seen). `intents` makes
-    the tuning shortlists' parts of a request (a bench's variant; served: its clauses)."""
+    the tuning shortlists' parts of a request (a bench's variant; served: its clauses).
+    Without `adapt`, no adapter: the features come from an encoder other than the served
+    one (`capreg train` fits the ranker over the base encoder when a tuned one is shipped),
+    whose space an adapter would not fit."""
     corpora: dict[str, Corpus] = {}
     try:
         for name in TUNING_SETS:
             corpora[name] = Corpus(name, embedder, datasets=datasets, workdir=workdir)
-        sets = {name: corpus.adapter_set() for name, corpus in corpora.items()}
-        adapter = fit_adapter(list(sets.values()), embedder.model_id)
+        sets = {name: corpus.adapter_set() for name, corpus in corpora.items()} if adapt else {}
+        adapter = fit_adapter(list(sets.values()), embedder.model_id) if adapt else None
         tuning: dict[str, list[Shortlisted]] = {}
         check: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
         copies: dict[str, tuple[int, int]] = {}
+        unserved: dict[str, int] = {}
         for name, corpus in corpora.items():
-            without = fit_adapter([sets[o] for o in TUNING_SETS if o != name], embedder.model_id)
-            check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
+            without = None
+            if adapt:
+                others = [sets[o] for o in TUNING_SETS if o != name]
+                without = fit_adapter(others, embedder.model_id)
+                check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
             tuning[name] = corpus.shortlists(without, intents=intents)
             if corpus.copies:
                 copies[name] = (corpus.copies, corpus.copies_with_twins)
+            if corpus.unserved:
+                unserved[name] = len(corpus.unserved)
         raw_tuning = {n: c.shortlists(None) for n, c in corpora.items()} if raw else None
     finally:
         for corpus in corpora.values():
@@ -102,6 +133,8 @@ def train(
         tuning=tuning,
         adapter_check=check,
         copies=copies,
+        unserved=unserved,
+        encoder=embedder.model_id,
         raw_tuning=raw_tuning,
     )
 
@@ -200,6 +233,10 @@ def _pct(value: float) -> str:
     return f"{value * 100:.2f}"
 
 
+def _unserved(unserved: dict[str, int]) -> str:
+    return "; ".join(f"{name}: {count}" for name, count in unserved.items()) or "none"
+
+
 def _twins(copies: dict[str, tuple[int, int]]) -> str:
     return "; ".join(
         f"{name}: {twins} of {total} copies left such a twin out"
@@ -230,18 +267,33 @@ def training_report(result: Training, command: str) -> str:
     lines += [
         "",
         "Tuning-split figures are fitted figures: they show the fit, not quality (see "
-        "docs/results/learned-ablation.md and summary.md for held-out figures). Each set's "
-        "shortlists were made with the query adapter fitted on the other two sets.",
+        "docs/results/learned-ablation.md and summary.md for held-out figures). Features: "
+        f"`{result.encoder}`.",
         "",
-        "## The query adapter on a corpus it has not seen",
-        "",
-        "Dense retrieval alone on each tuning set, raw and with the adapter fitted on the "
-        "other two tuning sets (penalty "
-        f"{PENALTY}); the committed adapter is fitted on all three. P@1 / R@5 in percent.",
-        "",
-        "| tuning set left out | dense | dense, adapted |",
-        "| --- | --- | --- |",
     ]
+    if not result.adapter_check:
+        lines += [
+            "## No query adapter",
+            "",
+            "The features come from the base encoder while the fine-tuned one is served "
+            "(decision 0069): the tuned encoder has seen every tuning request, so a ranker "
+            "fitted on its cosines would trust them too far, and an adapter fitted in the "
+            "base's space would not fit the served one.",
+            "",
+        ]
+    else:
+        lines += [
+            "Each set's shortlists were made with the query adapter fitted on the other sets.",
+            "",
+            "## The query adapter on a corpus it has not seen",
+            "",
+            "Dense retrieval alone on each tuning set, raw and with the adapter fitted on the "
+            "other tuning sets (penalty "
+            f"{PENALTY}); the committed adapter is fitted on all of them. P@1 / R@5 in percent.",
+            "",
+            "| tuning set left out | dense | dense, adapted |",
+            "| --- | --- | --- |",
+        ]
     for name, (before, after) in result.adapter_check.items():
         lines.append(
             f"| {name} | {before['precision@1']:.2f} / {before['recall@5']:.2f} | "
@@ -253,7 +305,8 @@ def training_report(result: Training, command: str) -> str:
         "",
         "Unanswerable requests: each answerable request of a tuning set with many catalogs, "
         "with its gold tools' catalogs left out, and every tool of another catalog named like "
-        f"a gold tool ({_twins(result.copies)}); the classifier is fitted on those sets only "
+        f"a gold tool ({_twins(result.copies)}); and every request a set labels as served by "
+        f"no tool ({_unserved(result.unserved)}). The classifier is fitted on those sets only "
         "(answerable and unanswerable alike). Chosen operating point: at most 5% of "
         f"answerable requests flagged; answers whose best cosine is below "
         f"{result.stage.weak.cosine_floor if result.stage.weak else 0.0:.4f} (under which at "

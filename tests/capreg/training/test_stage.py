@@ -10,8 +10,8 @@ import pytest
 from capreg.evaluation.runner import load_catalogs
 from capreg.training.corpus import collect
 from capreg.training.learning import ordered
-from capreg.training.stage import compare_with_committed, train
-from indexer.embedding import Embedder
+from capreg.training.stage import compare_with_committed, ranker_encoder, train
+from indexer.embedding import Embedder, load_embedder
 from indexer.evaluation.datasets import load_dataset
 from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
 from registry.config import SearchSettings
@@ -28,7 +28,10 @@ pytestmark = pytest.mark.datasets
 def test_retraining_on_the_tuning_splits_reproduces_the_committed_model(
     model: Embedder, eval_workdir: Path
 ) -> None:
-    result = train(model, datasets=DATASETS, workdir=eval_workdir)
+    # What `capreg train` fits on: the base encoder's features when the tuned one is served.
+    folder, adapt = ranker_encoder(None)
+    features = load_embedder(folder) if folder is not None else model
+    result = train(features, datasets=DATASETS, workdir=eval_workdir, adapt=adapt)
     committed = load_learned_stage(MODEL_FILE)
     assert committed is not None
     check = compare_with_committed(committed, MODEL_FILE.read_text(encoding="utf-8"), result)
