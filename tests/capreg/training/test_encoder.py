@@ -6,10 +6,12 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.numpy import load_file, save_file
 
+from capreg.training import stage
 from capreg.training.encoder import Pair, batches, pairs_digest, write_overlay
 from indexer.embedding.model_files import WEIGHTS, base_model_path
 
@@ -63,3 +65,15 @@ def test_the_overlay_holds_only_the_tensors_fine_tuning_changed(tmp_path: Path) 
     overlay = load_file(str(tmp_path / "encoder.safetensors"))
     assert list(overlay) == ["encoder.layer.0.attention.self.query.bias"]
     assert overlay["encoder.layer.0.attention.self.query.bias"].dtype == np.float16
+
+
+def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_base_without_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stage, "OVERLAY_FILE", tmp_path / "encoder.safetensors")
+    assert stage.ranker_encoder(None) == (None, True)
+    assert stage.ranker_encoder(tmp_path / "folder") == (tmp_path / "folder", True)
+    (tmp_path / "encoder.safetensors").write_bytes(b"")
+    assert stage.ranker_encoder(None) == (base_model_path(), False)
+    # A folder named on the command line is served as it is, and learned from as it is.
+    assert stage.ranker_encoder(tmp_path / "folder") == (tmp_path / "folder", True)
