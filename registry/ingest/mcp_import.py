@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import Transport
-from mcp.client.stdio import get_default_environment
+from mcp.client.sse import sse_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
+from mcp_types import CONNECTION_CLOSED
 
 from indexer.formats.rules import (
     MAX_CATALOG_DESCRIPTION,
@@ -38,6 +41,9 @@ logger = logging.getLogger(__name__)
 # A server whose cursors never end must not hang the import.
 MAX_PAGES = 1_000
 DEFAULT_TIMEOUT = 60.0
+# How much of a failed server's stderr its failure quotes: the last line, which is where a
+# crash says why.
+STDERR_QUOTED = 300
 
 McpTarget = StdioServerParameters | str | Transport | Server[Any]
 
@@ -48,23 +54,33 @@ class ImportFailed(Exception):
 
 @dataclass(kw_only=True, frozen=True)
 class McpSource:
-    """Where the server is: a command to start over stdio, or a streamable HTTP URL."""
+    """Where the server is: a command to start over stdio, or a streamable HTTP URL (an SSE
+    one with `sse`)."""
 
     command: tuple[str, ...] = ()
     url: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold tokens
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold tokens
+    cwd: str = ""
+    sse: bool = False
 
-    def target(self) -> McpTarget:
+    def target(self, errlog: TextIO | None = None) -> McpTarget:
+        """What `list_tools` connects to; a stdio server's stderr goes to `errlog` if given."""
         if self.url:
+            if self.sse:
+                return sse_client(self.url, headers=dict(self.headers))
             return _http_transport(self.url, dict(self.headers)) if self.headers else self.url
         if not self.command:
             raise ImportFailed("give the server's command after '--', or --http URL")
         command, *args = self.command
         # The SDK passes only a safe subset of the environment; extra variables are explicit.
-        return StdioServerParameters(
-            command=command, args=args, env={**get_default_environment(), **self.env}
+        parameters = StdioServerParameters(
+            command=command,
+            args=args,
+            env={**get_default_environment(), **self.env},
+            cwd=self.cwd or None,
         )
+        return parameters if errlog is None else stdio_client(parameters, errlog=errlog)
 
     def describe(self) -> str:
         return self.url or " ".join(self.command)
@@ -91,6 +107,28 @@ async def list_tools(target: McpTarget, *, timeout: float = DEFAULT_TIMEOUT) -> 
         raise _failure(exc, timeout) from exc
 
 
+async def list_source_tools(
+    source: McpSource, *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, Any]:
+    """`list_tools` for one source, with a stdio server's stderr kept aside rather than mixed
+    into the caller's: when the server fails, its last line of stderr joins the reason."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            return await list_tools(source.target(errlog), timeout=timeout)
+        except ImportFailed as exc:
+            said = _last_line(errlog)
+            if not said:
+                raise
+            raise ImportFailed(f"{exc}; its stderr ends: {said}") from exc
+
+
+def _last_line(errlog: TextIO) -> str:
+    errlog.seek(0)
+    lines = [line.strip() for line in errlog.read()[-64 * 1024 :].splitlines()]
+    last = next((line for line in reversed(lines) if line), "")
+    return last[:STDERR_QUOTED]
+
+
 def _failure(exc: BaseException, timeout: float) -> ImportFailed:
     # The SDK's task groups wrap transport failures in exception groups.
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -99,10 +137,15 @@ def _failure(exc: BaseException, timeout: float) -> ImportFailed:
         return exc
     if isinstance(exc, TimeoutError):
         return ImportFailed(f"the MCP server did not answer within {timeout:g}s")
+    if isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED:
+        return ImportFailed("the MCP server closed the connection before answering (it exited?)")
     if isinstance(exc, MCPError):
         return ImportFailed(f"the MCP server answered with an error: {exc.error.message}")
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError | httpx2.TransportError):
         return ImportFailed(f"cannot start or reach the MCP server: {exc}")
+    if isinstance(exc, httpx2.HTTPStatusError):
+        status = exc.response.status_code
+        return ImportFailed(f"the MCP server answered HTTP {status} {exc.response.reason_phrase}")
     return ImportFailed(f"the MCP server failed: {type(exc).__name__}: {exc}")
 
 

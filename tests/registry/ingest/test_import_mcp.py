@@ -13,10 +13,11 @@ from typing import Any
 import mcp_types as types
 import pytest
 import uvicorn
-from mcp.server import Server, ServerRequestContext
+from mcp.server import MCPServer, Server, ServerRequestContext
+from starlette.types import ASGIApp
 
 from registry.core import Registry
-from registry.ingest.mcp_import import ImportFailed, McpSource, list_tools
+from registry.ingest.mcp_import import ImportFailed, McpSource, list_source_tools, list_tools
 from tests.conftest import CountingEmbedder, start_server
 
 CAPREG = [sys.executable, "-m", "capreg.cli"]
@@ -108,10 +109,39 @@ async def test_a_server_whose_cursor_repeats_is_refused() -> None:
         await list_tools(looping)
 
 
+async def test_a_server_that_exits_is_reported_with_the_last_line_of_its_stderr() -> None:
+    says = "import sys; print('starting', file=sys.stderr); sys.exit('MY_TOKEN is required\\n')"
+    crash = McpSource(command=(sys.executable, "-c", says))
+    with pytest.raises(ImportFailed) as caught:
+        await list_source_tools(crash, timeout=30)
+    assert str(caught.value) == (
+        "the MCP server closed the connection before answering (it exited?); "
+        "its stderr ends: MY_TOKEN is required"
+    )
+
+
 @pytest.fixture
 async def http_url() -> AsyncIterator[str]:
     """The paged server over streamable HTTP on a loopback port, served by uvicorn."""
-    app = _paged_server(PAGES).streamable_http_app()
+    async for url in _served(_paged_server(PAGES).streamable_http_app(), "/mcp"):
+        yield url
+
+
+@pytest.fixture
+async def sse_url() -> AsyncIterator[str]:
+    """A server over the older HTTP+SSE transport, which VS Code configs still name."""
+    server = MCPServer("legacy")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return text
+
+    async for url in _served(server.sse_app(), "/sse"):
+        yield url
+
+
+async def _served(app: ASGIApp, path: str) -> AsyncIterator[str]:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="none")
     http = uvicorn.Server(config)
     task = asyncio.create_task(http.serve())
@@ -121,7 +151,7 @@ async def http_url() -> AsyncIterator[str]:
         assert time.monotonic() < deadline, "uvicorn did not start"
         await asyncio.sleep(0.02)
     port = http.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}/mcp"
+    yield f"http://127.0.0.1:{port}{path}"
     http.should_exit = True
     await asyncio.wait_for(task, timeout=30)
 
@@ -134,3 +164,8 @@ async def test_streamable_http_servers_are_listed_with_optional_headers(http_url
     expected = [n for page in PAGES for n in page]
     assert [t["name"] for t in plain["tools"]] == expected
     assert json.dumps(headed["tools"]) == json.dumps(plain["tools"])
+
+
+async def test_sse_servers_are_listed(sse_url: str) -> None:
+    document = await list_source_tools(McpSource(url=sse_url, sse=True))
+    assert [t["name"] for t in document["tools"]] == ["echo"]
