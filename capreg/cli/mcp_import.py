@@ -1,4 +1,5 @@
-"""`capreg import-mcp`: list a running MCP server's tools and register them as a catalog."""
+"""`capreg import-mcp`: list a running MCP server's tools and register them as a catalog, or
+(`--config`) every server an MCP client's configuration names."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from capreg.cli.commands import (
     print_registration_notes,
 )
 from capreg.cli.errors import CommandError
+from capreg.cli.mcp_config_import import add_config_options, import_config
 
 HELP = "register a live MCP server's tools as a catalog"
+CONFIG_ONLY = ("only", "input", "watch")
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
@@ -33,7 +36,20 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
         cut = rest.index("--") if "--" in rest else len(rest)
     command = rest[cut + 1 :] if cut < len(rest) and rest[cut] == "--" else rest[cut:]
     if cut:
-        args = args.import_parser.parse_args([*rest[:cut], args.name], namespace=args)
+        words = [*rest[:cut], *([args.name] if args.name else [])]
+        args = args.import_parser.parse_args(words, namespace=args)
+    if args.config:
+        if args.name or command or args.http:
+            raise CommandError(
+                "--config imports the servers its file names: give no NAME, "
+                "command or --http with it"
+            )
+        return import_config(args, _pairs(args.input, "=", "--input"))
+    given = [f"--{option}" for option in CONFIG_ONLY if getattr(args, option)]
+    if given:
+        raise CommandError(f"{', '.join(given)} go with --config FILE")
+    if not args.name:
+        raise CommandError("import-mcp needs a catalog NAME (or --config FILE)")
     if bool(args.http) == bool(command):
         raise CommandError("import-mcp needs either the server's command after '--' or --http URL")
     source = McpSource(
@@ -74,7 +90,7 @@ def _pairs(items: Sequence[str] | None, separator: str, option: str) -> dict[str
 
 def add_parser(commands: Any) -> None:
     mcp = client_parser(commands, "import-mcp", cmd_import_mcp, HELP)
-    mcp.add_argument("name", help="catalog name")
+    mcp.add_argument("name", nargs="?", help="catalog name (not with --config)")
     mcp.add_argument(
         "server_command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...: the MCP server"
     )
@@ -82,4 +98,5 @@ def add_parser(commands: Any) -> None:
     mcp.add_argument("--env", action="append", help="NAME=VALUE for the server (repeatable)")
     mcp.add_argument("--header", action="append", help="NAME: VALUE for --http (repeatable)")
     mcp.add_argument("--mcp-timeout", type=float, default=60.0, help="seconds for the server")
+    add_config_options(mcp)
     mcp.set_defaults(import_parser=mcp)
