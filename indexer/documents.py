@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
 
 from indexer.errors import CapregError
 
@@ -27,8 +28,21 @@ MAX_EXPANDED_NODES = 2_000_000
 MAX_EXPANDED_CHARS = 32 * 1024 * 1024
 
 
+# How much of a source line an error quotes, around the column it points at.
+EXCERPT_CHARS = 76
+_PROBLEM_CHARS = 300
+BOM = "\ufeff"
+
+
 class DocumentError(CapregError, ValueError):
-    """Text that is not a JSON or YAML document within the bounds; says which bound."""
+    """Text that is not a JSON or YAML document within the bounds; says which bound, or, for
+    text that does not parse, the line and column (1-based; 0 when not known) and the source
+    line with a caret under the column, on lines of their own."""
+
+    def __init__(self, message: str, *, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -122,27 +136,85 @@ def _unicode(text: str) -> None:
         raise DocumentError(f"text holds {bad}, a lone surrogate, which is not Unicode") from None
 
 
+def _excerpt(text: str, line: int, column: int) -> str:
+    """Source line `line` and a caret under `column` (both 1-based), each indented four
+    spaces; a long line is cut to EXCERPT_CHARS around the column. Tabs and unprintable
+    characters are shown as one character each, so the caret stays under its column."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    source = "".join(c if c.isprintable() else " " if c == "\t" else "?" for c in lines[line - 1])
+    at = min(max(column - 1, 0), len(source))
+    start = max(0, min(at - EXCERPT_CHARS // 2, len(source) - EXCERPT_CHARS))
+    shown = source[start : start + EXCERPT_CHARS]
+    lead = "..." if start else ""
+    tail = "..." if start + EXCERPT_CHARS < len(source) else ""
+    return f"    {lead}{shown}{tail}\n    {' ' * (len(lead) + at - start)}^"
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of character `offset` of `text`."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _unparsable(text: str, problem: str, line: int, column: int, note: str = "") -> DocumentError:
+    """The error for text that does not parse: where, what, and the line it is on."""
+    problem = " ".join(problem.split())[:_PROBLEM_CHARS]
+    if not line:
+        return DocumentError(f"not valid JSON or YAML: {problem}{note}")
+    excerpt = _excerpt(text, line, column)
+    return DocumentError(
+        f"not valid JSON or YAML: line {line}, column {column}: {problem}{note}"
+        + (f"\n{excerpt}" if excerpt else ""),
+        line=line,
+        column=column,
+    )
+
+
+def _yaml_error(text: str, exc: yaml.YAMLError) -> DocumentError:
+    """A YAML error in words that name the line and column: PyYAML's own text names the
+    stream "<unicode string>" and draws carets that only line up on separate lines."""
+    if isinstance(exc, ReaderError):
+        line, column = _position(text, exc.position)
+        what = f"character #x{exc.character:04x}" if isinstance(exc.character, int) else "text"
+        return _unparsable(text, f"{what}: {exc.reason}", line, column)
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "cannot be parsed"
+        note = ""
+        if exc.context and exc.problem and exc.context_mark is not None:
+            at = exc.context_mark
+            note = f" ({exc.context} that starts at line {at.line + 1}, column {at.column + 1})"
+        if mark is None:
+            return _unparsable(text, problem, 0, 0, note)
+        return _unparsable(text, problem, mark.line + 1, mark.column + 1, note)
+    return _unparsable(text, str(exc), 0, 0)
+
+
 def load_document(text: str) -> Any:
     """The value of a JSON (text starting with { or [) or YAML document, within the bounds.
+    A leading byte-order mark is ignored: editors on Windows write one.
 
     Raises DocumentError for a bound broken and for text that does not parse.
     """
+    text = text.removeprefix(BOM)
     if text.lstrip().startswith(("{", "[")):
         try:
             value = json.loads(text)
         except RecursionError:
             raise DocumentError(f"JSON is nested more than {MAX_DEPTH} levels deep") from None
+        except json.JSONDecodeError as exc:
+            raise _unparsable(text, exc.msg, exc.lineno, exc.colno) from exc
         except ValueError as exc:
-            raise DocumentError(
-                f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}"
-            ) from exc
+            raise _unparsable(text, str(exc), 0, 0) from exc
         _check_values(value)
         return value
     try:
         # The reader refuses unprintable characters as it is built: inside the try.
         loader = _BoundedLoader(text)
     except yaml.YAMLError as exc:
-        raise DocumentError(f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}") from exc
+        raise _yaml_error(text, exc) from exc
     try:
         root = loader.get_single_node()
         if root is None:
@@ -152,6 +224,6 @@ def load_document(text: str) -> Any:
         _check_values(value)
         return value
     except yaml.YAMLError as exc:
-        raise DocumentError(f"not valid JSON or YAML: {' '.join(str(exc).split())[:300]}") from exc
+        raise _yaml_error(text, exc) from exc
     finally:
         loader.dispose()

@@ -99,7 +99,7 @@ def parse_arguments(text: str) -> dict[str, object]:
     try:
         value = load_document(text)
     except DocumentError as exc:
-        raise InvalidRequest(f"arguments: not a JSON object ({exc})") from exc
+        raise InvalidRequest(f"arguments: not a JSON object: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidRequest("arguments: must be a JSON object of argument name -> value")
     return value

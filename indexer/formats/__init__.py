@@ -17,7 +17,6 @@ from indexer.formats.rules import (
     FORMATS,
     MAX_CONTENT_BYTES,
     CatalogError,
-    one_line,
 )
 from indexer.model import Catalog, CatalogFormat
 
@@ -34,7 +33,8 @@ def parse_catalog(content: str, *, name: str = "", fmt: str = "") -> Catalog:
     try:
         document = load_document(content)
     except DocumentError as exc:
-        raise CatalogError(name, [f"content: {one_line(exc)}"]) from exc
+        # Not one_line: the excerpt and its caret are lines of their own (and bounded).
+        raise CatalogError(name, [f"content: {exc}"]) from exc
     if fmt in ("", "auto"):
         chosen = detect_format(document, name)
     elif fmt in FORMATS:

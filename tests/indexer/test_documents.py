@@ -94,3 +94,86 @@ def test_text_repeated_through_aliases_is_refused_naming_the_limit() -> None:
         load_document(one_string_many_aliases())
     # The same text written out once, without aliases, is within the limit.
     assert load_document(one_string_many_aliases(aliases=1))["name"] == "aliased"
+
+
+# A description with a second colon: "mapping values are not allowed here", at line 6.
+BROKEN_YAML = (DATA / "broken.yaml").read_text()
+
+
+def test_broken_yaml_names_the_line_and_column_and_keeps_the_caret_under_it() -> None:
+    with pytest.raises(DocumentError) as caught:
+        load_document(BROKEN_YAML)
+    message = str(caught.value)
+    assert "<unicode string>" not in message
+    first, source, caret = message.splitlines()
+    assert first == (
+        "not valid JSON or YAML: line 6, column 25: mapping values are not allowed here"
+    )
+    assert (caught.value.line, caught.value.column) == (6, 25)
+    assert source.strip() == "description: Refunds: the last invoice"
+    # The caret stands under the column it names: the second colon.
+    assert source[caret.index("^")] == ":"
+    assert caret.strip() == "^"
+
+
+def test_a_yaml_error_with_a_context_says_where_that_context_started() -> None:
+    with pytest.raises(DocumentError) as caught:
+        load_document("tools: [a, b\nname: x\n")
+    first = str(caught.value).splitlines()[0]
+    assert "line 2, column 5" in first
+    assert "while parsing a flow sequence that starts at line 1, column 8" in first
+
+
+def test_broken_json_names_the_line_and_column_with_a_caret() -> None:
+    text = '{\n  "capreg": 1,\n  "name" "x"\n}\n'
+    with pytest.raises(DocumentError) as caught:
+        load_document(text)
+    first, source, caret = str(caught.value).splitlines()
+    assert first == "not valid JSON or YAML: line 3, column 10: Expecting ':' delimiter"
+    assert source[caret.index("^")] == '"'
+
+
+def test_a_long_line_is_quoted_around_the_column_with_the_caret_still_under_it() -> None:
+    text = "x: " + "y" * 5_000 + ": z\n"
+    with pytest.raises(DocumentError) as caught:
+        load_document(text)
+    _, source, caret = str(caught.value).splitlines()
+    assert len(source) < 100
+    assert source.startswith("    ...")
+    assert source[caret.index("^")] == ":"
+
+
+def test_a_catalog_error_keeps_the_excerpt_on_lines_of_its_own() -> None:
+    with pytest.raises(CatalogError) as caught:
+        parse_catalog(BROKEN_YAML, name="broken")
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith("catalog 'broken': content: not valid JSON or YAML: line 6,")
+    assert lines[2].strip() == "^"
+
+
+BOM = "\ufeff"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Tab-indented JSON (as Windows editors write it): YAML refuses tabs, JSON does not.
+        BOM + json.dumps({"capreg": 1, "name": "bom"}, indent="\t"),
+        BOM + "capreg: 1\nname: bom\n",
+        BOM + '{"capreg": 1, "name": "bom"}',
+    ],
+)
+def test_a_utf8_byte_order_mark_is_ignored(text: str) -> None:
+    assert load_document(text) == {"capreg": 1, "name": "bom"}
+
+
+def test_a_catalog_file_with_a_byte_order_mark_registers_as_without_one() -> None:
+    document = {
+        "capreg": 1,
+        "name": "bom",
+        "description": "A catalog saved with a byte-order mark.",
+        "tools": [{"name": "t", "description": "Does t.", "input_schema": {"type": "object"}}],
+    }
+    catalog = parse_catalog(BOM + json.dumps(document, indent="\t"))
+    assert catalog.name == "bom"
+    assert [tool.name for tool in catalog.tools] == ["t"]
