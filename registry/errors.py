@@ -22,6 +22,10 @@ __all__ = [
 ]
 
 
+# Said after the unknown ids when one has no slash.
+ID_SHAPE = "; a tool id is <catalog>/<tool name>, as each search hit names it"
+
+
 class InvalidRequest(CapregError):
     """A malformed request: the message names the field and the rule."""
 
@@ -44,15 +48,20 @@ class ToolsNotFound(CapregError):
             shown.append(part)
             budget -= len(part) + 2
         more = f"; and {len(parts) - len(shown)} more" if len(shown) < len(parts) else ""
-        super().__init__("unknown tool id: " + "; ".join(shown) + more)
+        # An id without a slash is most often a tool name alone. No quotes in the hint:
+        # clients read the quoted parts as the unknown ids.
+        shape = ID_SHAPE if any("/" not in tool_id for tool_id in self.missing) else ""
+        super().__init__("unknown tool id: " + "; ".join(shown) + more + shape)
 
 
 class CatalogNotFound(CapregError):
     def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
         self.name = name
         self.suggestions = list(suggestions)
-        hint = f" (did you mean: {', '.join(suggestions)})" if suggestions else ""
-        super().__init__(f"unknown catalog '{name}'{hint}")
+        hint = f"did you mean: {', '.join(suggestions)}" if suggestions else "see ListCatalogs"
+        # A name with a slash is a tool id: a catalog is the part before it.
+        shape = "; a catalog name has no slash (tool ids are <catalog>/<tool name>)"
+        super().__init__(f"unknown catalog '{name}' ({hint}){shape if '/' in name else ''}")
 
 
 class WorkflowNotFound(CapregError):

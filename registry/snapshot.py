@@ -182,7 +182,8 @@ class Snapshot:
             raise InvalidRequest("ids must name at least one tool id ('<catalog>/<tool>')")
         found = {tool_id: self.index.get(tool_id, viewer.allows) for tool_id in unique}
         missing = {
-            i: self.index.suggestions(i, viewer.allows)
+            # A bare name is looked up as a tool name in any catalog ("/get_employee").
+            i: self.index.suggestions(i if "/" in i else f"/{i}", viewer.allows)
             for i, entry in found.items()
             if entry is None
         }

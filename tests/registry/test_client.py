@@ -23,6 +23,7 @@ from registry.client import (
     parse_suggestions,
 )
 from registry.core import Registry
+from registry.errors import CatalogNotFound, ToolsNotFound
 from registry.store import SqliteStore
 from tests.conftest import CountingEmbedder, copy_db, start_server
 
@@ -62,6 +63,19 @@ def test_suggestions_are_read_for_every_unknown_id() -> None:
         "hr/get_employe": ["hr/get_employee", "hr/search_employees"],
         "zzz/qqq_rrr": [],
     }
+
+
+def test_a_bare_name_is_told_the_shape_of_an_id_and_the_hint_is_not_read_as_an_id() -> None:
+    message = str(ToolsNotFound({"get_employe": ["hr/get_employee"], "nosuchthing": []}))
+    assert message.endswith("; a tool id is <catalog>/<tool name>, as each search hit names it")
+    assert parse_suggestions(message) == {"get_employe": ["hr/get_employee"], "nosuchthing": []}
+    # Ids with a slash have the shape already: no hint.
+    assert "<catalog>" not in str(ToolsNotFound({"hr/get_employe": []}))
+
+
+def test_an_unknown_catalog_points_to_the_listing_or_to_the_shape_of_a_name() -> None:
+    assert str(CatalogNotFound("nosuchthing")) == "unknown catalog 'nosuchthing' (see ListCatalogs)"
+    assert "a catalog name has no slash" in str(CatalogNotFound("hr/get_employee", ["hr"]))
 
 
 def test_a_not_found_message_without_ids_gives_no_suggestions() -> None:
