@@ -7,10 +7,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+import grpc
 from google.protobuf.json_format import MessageToDict
 
 from capreg.cli.errors import CommandError
@@ -22,6 +24,15 @@ from registry.wire import DEFAULT_LISTEN, MAX_BATCH_CATALOGS
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# What a key-less call to a registry with keys is told: where a key goes, and where `make
+# serve` left the development keys (the Makefile's DATA folder, .capreg).
+NO_KEY = (
+    "UNAUTHENTICATED: this registry needs an API key: pass --api-key KEY or set "
+    "CAPREG_API_KEY. `make serve` wrote development keys to .capreg/dev-keys.env in the "
+    "checkout it ran in (`source .capreg/dev-keys.env` sets CAPREG_API_KEY); "
+    "`capreg keys add NAME --scopes SCOPES --keys FILE` adds others"
+)
 
 
 def client_options() -> argparse.ArgumentParser:
@@ -54,16 +65,32 @@ def registry_target(args: argparse.Namespace) -> RegistryTarget:
         raise CommandError(f"--server: {exc}") from exc
 
 
-def open_client(args: argparse.Namespace) -> RegistryClient:
-    return RegistryClient(registry_target(args))
+@contextmanager
+def open_client(args: argparse.Namespace) -> Iterator[RegistryClient]:
+    """A client of the registry the options name. A refusal for want of a key, when none was
+    given, says where a key goes instead of the server's header-level wording."""
+    with RegistryClient(registry_target(args)) as client:
+        try:
+            yield client
+        except CommandError as exc:
+            refused = exc.__cause__
+            if (
+                not args.api_key
+                and isinstance(refused, RegistryCallFailed)
+                and refused.code is grpc.StatusCode.UNAUTHENTICATED
+            ):
+                raise CommandError(NO_KEY) from refused
+            raise
 
 
 def call(method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-    """One registry call; a failure becomes `CODE: details` on one line."""
+    """One registry call; a failure becomes `CODE: details`. The details keep their own line
+    breaks: a bad catalog's excerpt and the caret under its column are lines of their own."""
     try:
         return method(*args, **kwargs)
     except RegistryCallFailed as exc:
-        raise CommandError(exc.one_line()) from exc
+        details = "\n".join(line.rstrip() for line in exc.details.strip().splitlines())
+        raise CommandError(f"{exc.code.name}: {details}") from exc
 
 
 def print_json(message: Any) -> None:
@@ -88,7 +115,14 @@ def cmd_register(args: argparse.Namespace) -> int:
         content = _read(path)
         name = args.name or request_name(path, content, args.format)
         with open_client(args) as client:
-            reply = call(client.register_catalog, content, name=name, fmt=args.format)
+            try:
+                reply = call(client.register_catalog, content, name=name, fmt=args.format)
+            except CommandError as exc:
+                # The registry saw text, not a file: a refused content names the file here.
+                cause = exc.__cause__
+                if getattr(cause, "code", None) is not grpc.StatusCode.INVALID_ARGUMENT:
+                    raise
+                raise CommandError(f"{path}: {exc}") from cause
         _print_registered(args, reply)
         return 0
     failed = 0

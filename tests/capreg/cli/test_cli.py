@@ -159,6 +159,51 @@ def test_a_call_without_a_key_is_refused(served: Served) -> None:
     assert result.stderr.startswith("capreg: UNAUTHENTICATED")
 
 
+def test_a_call_without_a_key_says_where_the_cli_takes_one_and_where_make_serve_left_them(
+    served: Served,
+) -> None:
+    result = _capreg("catalogs", "--server", served.address)
+    # The CLI's own options, not the HTTP header the server names for every transport.
+    assert "--api-key" in result.stderr
+    assert "CAPREG_API_KEY" in result.stderr
+    assert ".capreg/dev-keys.env" in result.stderr
+    assert "capreg keys add" in result.stderr
+    assert "Bearer" not in result.stderr
+    # A key that was given and refused is still the server's word.
+    wrong = _capreg("catalogs", "--server", served.address, key="capreg_00000000_wrong")
+    assert "unknown or revoked API key" in wrong.stderr
+
+
+def test_a_bare_tool_name_is_told_the_shape_of_an_id_and_the_nearest_ids(
+    served: Served,
+) -> None:
+    result = _capreg("schema", "get_employe", "--server", served.address, key=served.admin)
+    assert result.returncode == 1
+    assert "a tool id is <catalog>/<tool name>" in result.stderr
+    assert "did you mean: hr/get_employee" in result.stderr
+    nothing = _capreg("schema", "nosuchthing", "--server", served.address, key=served.admin)
+    assert "'nosuchthing'; a tool id is <catalog>/<tool name>" in nothing.stderr
+
+
+def test_a_broken_yaml_file_is_named_with_its_line_and_column_and_a_caret_under_it(
+    served: Served,
+) -> None:
+    broken = DATA / "broken.yaml"
+    for result in (
+        _capreg("register", str(broken), "--server", served.address, key=served.admin),
+        _capreg("lint", str(broken)),
+    ):
+        assert result.returncode == 1
+        lines = (result.stderr + result.stdout).splitlines()
+        [first] = [line for line in lines if "line 6, column 25" in line]
+        assert str(broken) in first
+        assert "<unicode string>" not in result.stderr + result.stdout
+        source = lines[lines.index(first) + 1]
+        caret = lines[lines.index(first) + 2]
+        assert source.strip() == "description: Refunds: the last invoice"
+        assert source[caret.index("^")] == ":"
+
+
 def test_cli_errors_are_one_line_and_non_zero(served: Served) -> None:
     result = _capreg("schema", "hr/get_employe", "--server", served.address, key=served.admin)
     assert result.returncode == 1
