@@ -15,6 +15,7 @@ from starlette.requests import Request
 
 from registry.errors import InvalidRequest
 from registry.http.body import body_limit, read_body
+from registry.http.body_shape import check_shape
 from registry.http.routes import Route, Source
 from registry.wire import MAX_QUERY_CHARS
 
@@ -66,6 +67,7 @@ def parse_json(route: Route, body: bytes) -> Message:
         items = document.get(name)
         if isinstance(items, list) and len(items) > most:
             raise InvalidRequest(f"{name}: at most {most} per call (got {len(items)})")
+    check_shape(document, route.request_type)
     message = route.new_request()
     try:
         json_format.ParseDict(document, message)

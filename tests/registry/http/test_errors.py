@@ -163,9 +163,9 @@ async def test_a_write_to_an_unknown_catalog_suggests_but_never_guesses_a_call(
     [
         ("POST", "/v1/schemas", {"content": b"{not json"}, "body: not valid JSON"),
         ("POST", "/v1/schemas", {"json": [1, 2]}, "body: must be a JSON object"),
-        ("POST", "/v1/schemas", {"json": {"ids": 5}}, "ids field"),
-        ("POST", "/v1/schemas", {"json": {"idz": ["hr/x"]}}, '"idz"'),
-        ("POST", "/v1/catalogs:batch", {"json": {"catalogs": [{"nam": "x"}]}}, '"nam"'),
+        ("POST", "/v1/schemas", {"json": {"ids": 5}}, "ids: expected a list of tool ids"),
+        ("POST", "/v1/schemas", {"json": {"idz": ["hr/x"]}}, "idz: not a field of this call"),
+        ("POST", "/v1/catalogs:batch", {"json": {"catalogs": [{"nam": "x"}]}}, "[0].nam: not"),
         ("GET", "/v1/search", {"params": {"q": "x", "limit": "ten"}}, "limit: must be a whole"),
         ("GET", "/v1/search", {"params": {"q": "x", "limit": "-1"}}, "limit: must be a whole"),
         ("GET", "/v1/search", {"params": [("q", "x"), ("limit", "1"), ("limit", "2")]}, "limit:"),
@@ -184,6 +184,16 @@ async def test_malformed_input_is_400_naming_the_field(
     assert error["code"] == "INVALID_ARGUMENT"
     assert named in error["message"]
     assert "Traceback" not in response.text
+
+
+async def test_a_wrongly_typed_body_field_is_refused_in_the_apis_terms(open_api: Served) -> None:
+    error = refusal(await open_api.http.post("/v1/schemas", json={"ids": "hr/get_employee"}), 400)
+    assert error["message"] == (
+        'ids: expected a list of tool ids like ["catalog/name"], got a string'
+    )
+    # Nothing of the protobuf parser's wording reaches the caller.
+    for protobuf in ("repeated field", "GetSchemaRequest", "Failed to parse"):
+        assert protobuf not in error["message"]
 
 
 async def test_a_body_declared_too_large_is_refused_before_it_is_sent(open_api: Served) -> None:
