@@ -15,7 +15,6 @@ from typing import Any
 
 import grpc
 import orjson
-from google.protobuf import json_format
 from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -35,6 +34,7 @@ from registry.http.call_context import HttpAbort, HttpContext
 from registry.http.errors import ErrorReply, abort_reply, error_reply
 from registry.http.headers import FrontHeaders
 from registry.http.metrics import metrics_routes
+from registry.http.replies import reply_body
 from registry.http.results import results_routes
 from registry.http.routes import ROUTES, Route, Source
 from registry.http.spec import openapi_document
@@ -119,9 +119,7 @@ def _endpoint(route: Route, behaviour: Behaviour) -> Handler:
             return _refusal(error_reply(code, message), context.trailing)
         finally:
             context.finish()
-        body = json_format.MessageToDict(
-            reply, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-        )
+        body = reply_body(reply, route.response_type)
         return _json(body, headers={REQUEST_ID_HEADER: context.trailing[REQUEST_ID_HEADER]})
 
     return endpoint

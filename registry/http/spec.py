@@ -11,6 +11,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from registry.http.binding import BODY_MEDIA_TYPES
 from registry.http.errors import BODY_TOO_LARGE, HTTP_STATUS
+from registry.http.replies import JSON_TEXT_FIELDS
 from registry.http.routes import ROUTES, SERVICE, Route, Source
 
 OPENAPI_VERSION = "3.1.0"
@@ -61,10 +62,15 @@ def _single(described: FieldDescriptor) -> dict[str, Any]:
 def message_schema(message: Descriptor) -> dict[str, Any]:
     """A message's schema. Every field without presence is always printed in responses
     (absent means default, explicitly); requests may leave any field out."""
+    # Fields gRPC carries as JSON text are JSON values over HTTP (registry/http/replies.py).
+    decoded = JSON_TEXT_FIELDS.get(message.full_name, {})
     schema: dict[str, Any] = {
         "type": "object",
         "title": message.full_name,
-        "properties": {f.name: field_schema(f) for f in message.fields},
+        "properties": {
+            f.name: dict(decoded[f.name]) if f.name in decoded else field_schema(f)
+            for f in message.fields
+        },
     }
     real_oneofs = [o for o in message.oneofs if len(o.fields) > 1]
     for oneof in real_oneofs:

@@ -396,15 +396,6 @@
 
   // --- Schemas ---------------------------------------------------------------------------
 
-  function parseJson(text, fallback) {
-    if (!text) return fallback;
-    try {
-      return JSON.parse(text);
-    } catch (_exc) {
-      return fallback;
-    }
-  }
-
   function typeOf(schema) {
     if (!schema || typeof schema !== "object") return "any";
     if (Array.isArray(schema.enum)) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(", ")}`;
@@ -501,9 +492,10 @@
   let toolCount = 0;
 
   function renderTool(tool) {
-    const input = parseJson(tool.input_schema, {});
-    const output = parseJson(tool.output_schema, null);
-    const annotations = Object.entries(parseJson(tool.annotations, {}));
+    // The HTTP API gives the schemas and annotations as JSON values (null: no output schema).
+    const input = tool.input_schema || {};
+    const output = tool.output_schema || null;
+    const annotations = Object.entries(tool.annotations || {});
     const parametersId = `parameters-${++toolCount}`;
     return el(
       "article",

@@ -148,7 +148,7 @@ async def test_a_schema_opens_from_a_hit_with_the_keyboard_alone(
     await expect(schema).to_contain_text(tool["description"])
     await expect(schema).to_contain_text(tool["function_name"])
     rows = schema.get_by_role("table", name="Parameters").locator("tbody tr")
-    properties = yaml.safe_load(tool["input_schema"]).get("properties", {})
+    properties = tool["input_schema"].get("properties", {})
     await expect(rows).to_have_count(len(properties))
     await expect(schema.locator("pre").first).to_contain_text('"type": "object"')
 

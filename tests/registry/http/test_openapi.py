@@ -53,6 +53,12 @@ async def test_real_answers_and_refusals_validate_against_their_schemas(open_api
         "/v1/catalogs:batch", json={"catalogs": [{"name": "x", "content": "{}"}]}
     )
     refused = await open_api.http.post("/v1/schemas", json={"ids": ["hr/get_employe"]})
+    schemas = await open_api.http.post("/v1/schemas", json={"ids": ["support/create_ticket"]})
+    moves = await open_api.http.get(
+        "/v1/affordances", params={"workflow": "support/ticket_triage", "with_schemas": "true"}
+    )
+    _validator(document, "GetSchemaResponse").validate(schemas.json())
+    _validator(document, "GetAffordancesResponse").validate(moves.json())
     _validator(document, "SearchResponse").validate(search.json())
     _validator(document, "RegisterCatalogsResponse").validate(batch.json())
     _validator(document, "Error").validate(refused.json())

@@ -3,6 +3,7 @@ in the protobuf JSON mapping, with request ids, health, readiness and the consol
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,22 @@ async def test_schemas_are_fetched_with_a_json_body_in_request_order(open_api: S
     tools = response.json()["tools"]
     assert [t["id"] for t in tools] == ids
     assert tools[0]["function_name"] == "support__create_ticket"
-    assert tools[0]["input_schema"].startswith("{")
+    assert tools[0]["input_schema"]["type"] == "object"
+
+
+async def test_every_schema_over_http_is_an_object_not_json_text(open_api: Served) -> None:
+    # gRPC carries JSON Schemas as text; a JSON client reads them as values, at once.
+    response = await open_api.http.post("/v1/schemas", json={"ids": ["support/create_ticket"]})
+    [tool] = response.json()["tools"]
+    grpc_reply = await open_api.stub.GetSchema(pb.GetSchemaRequest(ids=["support/create_ticket"]))
+    assert tool["input_schema"] == json.loads(grpc_reply.tools[0].input_schema)
+    assert tool["annotations"] == json.loads(grpc_reply.tools[0].annotations)
+    expected_output = grpc_reply.tools[0].output_schema
+    assert tool["output_schema"] == (json.loads(expected_output) if expected_output else None)
+    params = {"workflow": "support/ticket_triage", "with_schemas": "true"}
+    moves = (await open_api.http.get("/v1/affordances", params=params)).json()["affordances"]
+    assert moves
+    assert all(move["schema"]["input_schema"]["type"] == "object" for move in moves)
 
 
 async def test_a_hits_next_call_is_the_schema_calls_body(open_api: Served) -> None:
