@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from indexer.evaluation.datasets import LabeledQuery
 from indexer.evaluation.metrics import KS, evaluate, mean_scores, recall_at_k, score_steps
+
+if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
+    from matplotlib.figure import Figure
 
 CURVE_KS = tuple(range(1, 11))
 # Columns of the readable table, in order.
@@ -73,6 +76,21 @@ class Report:
         if self.by_kind:
             summary["by_kind"] = self.by_kind
         return {**summary, "per_query": self.per_query} if per_query else summary
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> Report:
+        """A report back from `to_json`'s output (a plot can be redrawn without a rerun)."""
+        return cls(
+            dataset=item["dataset"],
+            retriever=item["retriever"],
+            tools=item["tools"],
+            queries=item["queries"],
+            metrics=dict(item["metrics"]),
+            none=dict(item["none"]),
+            recall_curve={int(k): v for k, v in item["recall_curve"].items()},
+            per_query=list(item.get("per_query", [])),
+            by_kind=dict(item.get("by_kind", {})),
+        )
 
 
 def run(
@@ -246,26 +264,101 @@ def write_json(reports: Sequence[Report], path: Path, *, per_query: bool = False
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
 
 
-def plot_recall(reports: Sequence[Report], path: Path) -> None:
-    """Recall@k for k = 1..10, one line per report."""
+# The retrievers a recall plot draws when a run has more than MAX_SERIES (`make eval` runs
+# thirteen): what is served, the blend without the learned stage, the fusion it is measured
+# against, and the two single signals. The ablations stay in the tables. Okabe-Ito colours,
+# told apart with colour vision deficiencies, and a marker each; what is served is black and
+# heavier, drawn on top.
+HEADLINE_SERIES: dict[str, tuple[str, str]] = {
+    "default": ("#000000", "o"),
+    "hybrid-blend": ("#0072B2", "s"),
+    "hybrid-rrf": ("#009E73", "^"),
+    "dense": ("#E69F00", "D"),
+    "bm25": ("#CC79A7", "v"),
+}
+# A run of at most this many retrievers is drawn whole (an ad hoc comparison).
+MAX_SERIES = 6
+# For retrievers outside the headline, in a run drawn whole: enough that none shares a colour.
+SPARE_SERIES = (
+    ("#D55E00", "P"),
+    ("#56B4E9", "X"),
+    ("#8C564B", "h"),
+    ("#7F7F7F", "<"),
+    ("#BCBD22", ">"),
+)
+SERVED = "default"
+
+
+def plotted(reports: Sequence[Report]) -> list[tuple[Report, str, str]]:
+    """The reports a recall plot draws, each with its colour and marker: every one when there
+    are at most MAX_SERIES, else the headline ones; `default` first, then in run order."""
+    shown = (
+        list(reports)
+        if len(reports) <= MAX_SERIES
+        else [r for r in reports if r.retriever in HEADLINE_SERIES]
+    )
+    shown.sort(key=lambda r: r.retriever != SERVED)
+    spare = iter(SPARE_SERIES)
+    styled = []
+    for report in shown:
+        colour, marker = HEADLINE_SERIES.get(report.retriever) or next(spare)
+        styled.append((report, colour, marker))
+    return styled
+
+
+def recall_figure(reports: Sequence[Report]) -> Figure:
+    """Recall@k for k = 1..10, one line per plotted report (see `plotted`), the legend beside
+    the axes rather than over the curves."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display here
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6.4, 4.2))
-    for report in reports:
+    figure, axes = plt.subplots(figsize=(7.6, 4.2))
+    for report, colour, marker in plotted(reports):
+        served = report.retriever == SERVED
         ks = list(report.recall_curve)
         axes.plot(
-            ks, [report.recall_curve[k] * 100 for k in ks], marker="o", label=report.retriever
+            ks,
+            [report.recall_curve[k] * 100 for k in ks],
+            color=colour,
+            marker=marker,
+            linewidth=2.8 if served else 1.4,
+            markersize=6 if served else 4.5,
+            zorder=3 if served else 2,
+            label=f"{report.retriever} (served)" if served else report.retriever,
         )
     axes.set_xlabel("k")
     axes.set_ylabel("Recall@k (%)")
     axes.set_title(f"{reports[0].dataset}: {reports[0].queries} queries, {reports[0].tools} tools")
     axes.set_xticks(list(CURVE_KS))
     axes.grid(alpha=0.3)
-    axes.legend()
+    axes.legend(
+        title="retriever",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+    )
+    left_out = len(reports) - len(axes.get_lines())
+    if left_out:
+        axes.annotate(
+            f"{left_out} more retrievers:\nsee the table",
+            xy=(1.02, 0.0),
+            xycoords="axes fraction",
+            va="bottom",
+            fontsize=8,
+            color="#555555",
+        )
     figure.tight_layout()
+    return figure
+
+
+def plot_recall(reports: Sequence[Report], path: Path) -> None:
+    """Writes `recall_figure(reports)` to `path` as a PNG."""
+    import matplotlib.pyplot as plt
+
+    figure = recall_figure(reports)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)

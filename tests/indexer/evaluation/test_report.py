@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+from matplotlib.colors import to_hex
+
 from indexer.evaluation.labeled_sets import LabeledQuery
-from indexer.evaluation.report import Answer, format_kinds, run
+from indexer.evaluation.report import CURVE_KS, Answer, Report, format_kinds, recall_figure, run
 
 QUERIES = (
     LabeledQuery(
@@ -69,3 +72,86 @@ def test_the_kind_table_has_a_column_pair_per_answerable_kind_and_one_for_none()
         "| answerable flagged |"
     )
     assert row == "| default | 100.00 | 100.00 | 50.00 | 50.00 | 100.00 | 33.33 |"
+
+
+# `make eval`'s thirteen retrievers, in its order.
+EVAL_RETRIEVERS = [
+    "bm25",
+    "dense",
+    "hybrid-blend",
+    "hybrid-no-lexical",
+    "hybrid-no-intents",
+    "hybrid-no-catalog",
+    "hybrid-no-cut",
+    "hybrid-no-literal",
+    "hybrid-clauses-apart",
+    "hybrid-z",
+    "hybrid-minmax",
+    "hybrid-rrf",
+    "default",
+]
+
+
+def _report(retriever: str, level: float = 0.5) -> Report:
+    curve = {k: level * k / 10 for k in CURVE_KS}
+    return Report(
+        dataset="set",
+        retriever=retriever,
+        tools=10,
+        queries=5,
+        metrics={},
+        none={},
+        recall_curve=curve,
+    )
+
+
+def test_a_full_run_plots_the_headline_retrievers_each_in_its_own_colour() -> None:
+    figure = recall_figure([_report(name) for name in EVAL_RETRIEVERS])
+    try:
+        [axes] = figure.axes
+        lines = axes.get_lines()
+        labels = [line.get_label() for line in lines]
+        assert labels == ["default (served)", "bm25", "dense", "hybrid-blend", "hybrid-rrf"]
+        colours = [to_hex(line.get_color()) for line in lines]
+        assert len(set(colours)) == len(colours)
+        # What is served stands out: the heaviest line, drawn over the others.
+        served = lines[0]
+        assert all(served.get_linewidth() > line.get_linewidth() for line in lines[1:])
+        assert all(served.get_zorder() > line.get_zorder() for line in lines[1:])
+        # The ones left out are counted, not dropped silently.
+        assert any("8 more retrievers" in text.get_text() for text in axes.texts)
+    finally:
+        plt.close(figure)
+
+
+def test_the_legend_sits_beside_the_curves_not_over_them() -> None:
+    figure = recall_figure([_report(name) for name in EVAL_RETRIEVERS])
+    try:
+        [axes] = figure.axes
+        renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg has one
+        legend = axes.get_legend()
+        assert legend is not None
+        legend_box = legend.get_window_extent(renderer)
+        plot_box = axes.get_window_extent(renderer)
+        assert legend_box.x0 >= plot_box.x1
+    finally:
+        plt.close(figure)
+
+
+def test_a_small_run_is_plotted_whole_without_a_shared_colour() -> None:
+    names = ["hybrid-z", "hybrid-minmax", "bm25", "default", "hybrid-no-cut", "hybrid-no-lexical"]
+    figure = recall_figure([_report(name) for name in names])
+    try:
+        lines = figure.axes[0].get_lines()
+        assert len(lines) == len(names)
+        colours = [to_hex(line.get_color()) for line in lines]
+        assert len(set(colours)) == len(colours)
+        assert lines[0].get_label() == "default (served)"
+        assert len(figure.axes[0].texts) == 0
+    finally:
+        plt.close(figure)
+
+
+def test_a_report_comes_back_from_its_json() -> None:
+    report = _report("dense")
+    assert Report.from_json(report.to_json()) == report
