@@ -1,4 +1,5 @@
 # Every target creates .venv and installs on first use (and when pyproject.toml changes).
+# `make` alone lists the targets (`make help`): each rule's `## ` comment is its line there.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -8,13 +9,30 @@ LISTEN ?= 127.0.0.1:50051
 HTTP_LISTEN ?= 127.0.0.1:8080
 PYTEST_ARGS ?=
 
-.PHONY: install serve cluster test test-fast lint proto eval train train-encoder ablation bench fast-paths context clean
+.PHONY: help install serve cluster test test-fast lint proto eval train train-encoder ablation bench fast-paths context clean
+.DEFAULT_GOAL := help
 
+help: ## list the targets, one line each, and the variables serve takes
+	@echo "Targets (make TARGET; the first run of any creates .venv and installs):"
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+	@echo "Variables (make serve LISTEN=127.0.0.1:50061 HTTP_LISTEN=127.0.0.1:8081):"
+	@echo "  LISTEN=HOST:PORT       gRPC address of serve (default $(LISTEN)); clients: --server or CAPREG_SERVER"
+	@echo "  HTTP_LISTEN=HOST:PORT  HTTP/JSON and console address of serve (default $(HTTP_LISTEN))"
+	@echo "  DATA=DIR               serve's database and development keys (default $(DATA))"
+	@echo "  PYTEST_ARGS=...        options test and test-fast pass to pytest"
+
+# The install names each step and lets pip name each package it fetches (about 80 s the first
+# time), so a first run does not look stuck; off a terminal (CI logs) pip's download bars are
+# drawn once, finished, not redrawn.
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+	@echo "==> [1/2] $(VENV): a virtual environment for $$($(PYTHON) --version 2>&1)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/2] installing capreg and its pinned dependencies into $(VENV) (about 80 s the first time)"
+	$(PY) -m pip install --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> installed: $(VENV)/bin/capreg; make help lists the targets"
 
+install: ## create .venv and install capreg with its pinned dependencies
 install: $(STAMP)
 
 READ_SCOPES := hr:read,finance:read,crm:read,devops:read,support:read,workspace:read,analytics:read,legal:read,it:read
@@ -30,6 +48,7 @@ $(DATA)/keys.yaml: | $(STAMP)
 	printf 'export CAPREG_API_KEY=%s\n# read-only: export CAPREG_API_KEY=%s\n' "$$admin" "$$reader" > $(DATA)/dev-keys.env && \
 	mv $@.tmp $@
 
+serve: ## serve the bundled catalogs: gRPC on LISTEN, HTTP and console on HTTP_LISTEN, store and keys in DATA
 serve: $(STAMP) $(DATA)/keys.yaml
 	@echo "Development keys (admin, then read-only); use them with: source $(DATA)/dev-keys.env"
 	@cat $(DATA)/dev-keys.env
@@ -39,6 +58,7 @@ serve: $(STAMP) $(DATA)/keys.yaml
 # is created when missing), the first registering the bundled catalogs. Ctrl-C stops all.
 CLUSTER_DB ?= postgresql://postgres@127.0.0.1:5432/capreg
 CLUSTER_PORTS ?= 50051 50052 50053
+cluster: ## three replicas on PostgreSQL (CLUSTER_DB, CLUSTER_PORTS)
 cluster: $(STAMP) $(DATA)/keys.yaml
 	$(PY) -m registry.store.create_database '$(CLUSTER_DB)'
 	@echo "Replicas on 127.0.0.1 ports $(CLUSTER_PORTS); client target:"
@@ -63,6 +83,7 @@ $(CHROMIUM):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 
 # pytest exits 5 when it collects no test; that is not a failure of the suite.
+test: ## the whole suite, as CI runs it (installs chromium and the MCP Inspector when missing)
 test: $(STAMP) $(INSPECTOR)/node_modules/.installed $(CHROMIUM)
 	$(PY) -m pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
@@ -70,9 +91,11 @@ test: $(STAMP) $(INSPECTOR)/node_modules/.installed $(CHROMIUM)
 # chromium, the npm Inspector or the labeled datasets (the markers tests/conftest.py sets), so
 # neither chromium nor the Inspector is installed. `make test` stays the whole suite (CI).
 FAST_TESTS := not model and not postgres and not browser and not npm and not datasets
+test-fast: ## the suite without the model, PostgreSQL, chromium, npm or the datasets (about two minutes)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m '$(FAST_TESTS)' $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
+lint: ## ruff, ruff format --check, mypy --strict
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -88,6 +111,7 @@ EVAL_RETRIEVERS := --retriever bm25 --retriever dense --retriever hybrid-blend -
 
 # Every held-out dataset split with every retriever; tables, JSON and recall curves into
 # docs/results/.
+eval: ## every held-out dataset with every retriever: tables, JSON and plots into docs/results/
 eval: $(STAMP)
 	mkdir -p $(RESULTS)
 	for set in $(EVAL_SETS); do \
@@ -98,6 +122,7 @@ eval: $(STAMP)
 
 # The learned ranking stage, fitted on the tuning splits only (deterministic, one thread):
 # indexer/retrieval/learned_stage.json and docs/results/training.md.
+train: ## fit the learned ranking stage on the tuning splits
 train: $(STAMP)
 	$(VENV)/bin/capreg train --report $(RESULTS)/training.md
 
@@ -105,33 +130,40 @@ train: $(STAMP)
 # indexer/embedding/tuned/, which makes it the served model, and
 # docs/results/encoder-training.md. Not served today (decision 0069): run `make train` after
 # it, then `make eval`, to measure it.
+train-encoder: ## fine-tune the encoder on the tuning splits (about 20 minutes)
 train-encoder: $(STAMP)
 	$(VENV)/bin/capreg train-encoder --report $(RESULTS)/encoder-training.md
 
 # The same fit, then every feature group left out in turn and the weak-match flag rates,
 # scored on the held-out parts: docs/results/learned-ablation.md.
+ablation: ## the learned stage's fit with each feature group left out
 ablation: $(STAMP)
 	$(VENV)/bin/capreg train --report $(RESULTS)/training.md --ablation $(RESULTS)/learned-ablation.md
 
 # Latency, throughput, floor, registration, start-up and memory at 1k, 10k and 100k tools;
 # then registration at scale (a thousand-plus catalog files, and 10k tools split 100 to
 # 5,000 ways), into the same report.
+bench: ## latency, throughput, registration, start-up and memory at 1k-100k tools
 bench: $(STAMP)
 	$(PY) -m bench.performance
 	$(PY) -m bench.registration
 
 # recall@5 of the int8 model and the IVF index against the exact float32 path, every set.
+fast-paths: ## recall of the int8 model and the IVF index against the exact path
 fast-paths: $(STAMP)
 	$(PY) -m bench.fast_paths
 
 # Tokens an agent carries: every schema in every turn vs discovery through the bridge.
+context: ## context tokens: every schema in every turn vs discovery through the bridge
 context: $(STAMP)
 	$(VENV)/bin/capreg context --turns 5,10,20 --out $(RESULTS)/context.md
 	$(VENV)/bin/capreg context --dataset livemcpbench --turns 5,10,20 --out $(RESULTS)/context-livemcpbench.md
 	$(VENV)/bin/capreg context --turns 5,10,20 --catalogs catalogs --queries bench/data/sample-tasks.jsonl --out $(RESULTS)/context-catalogs.md
 
+proto: ## regenerate registry/proto/ from the proto
 proto: $(STAMP)
 	$(PY) proto/generate.py
 
+clean: ## remove .venv and the tool caches
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
