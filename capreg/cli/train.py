@@ -13,17 +13,18 @@ from capreg.cli.errors import CommandError
 from capreg.cli.serve import add_embedder_option, model_cache
 from capreg.evaluation.runner import DEFAULT_WORKDIR
 from capreg.training.corpus import Corpus
+from capreg.training.cross_fit import ranker_features, train_cross_fitted
 from capreg.training.learning import Shortlisted
 from capreg.training.stage import (
     REPORT_SETS,
     ablation_report,
     compare_with_committed,
-    ranker_encoder,
     train,
     training_report,
     write_model,
 )
 from indexer.embedding import load_embedder
+from indexer.embedding.model_files import default_cache_dir, tuned_model_path
 from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
 from indexer.retrieval.vector_index import one_thread_per_search
 
@@ -33,12 +34,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     datasets = Path(args.datasets) if args.datasets else None
     workdir = Path(args.workdir)
     command = "capreg " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else "capreg train"
-    features, adapt = ranker_encoder(Path(args.model) if args.model else None)
     try:
-        embedder = load_embedder(features, args.embedder, cache_dir=model_cache())
-        result = train(
-            embedder, datasets=datasets, workdir=workdir, raw=bool(args.ablation), adapt=adapt
-        )
+        features = ranker_features(Path(args.model) if args.model else None)
+        embedder = load_embedder(features.model, args.embedder, cache_dir=model_cache())
+        folds = [
+            load_embedder(
+                tuned_model_path(model_cache() or default_cache_dir(), overlay),
+                args.embedder,
+                cache_dir=model_cache(),
+            )
+            for overlay in features.folds
+        ]
+        if folds:
+            result = train_cross_fitted(embedder, folds, datasets=datasets, workdir=workdir)
+        else:
+            result = train(
+                embedder,
+                datasets=datasets,
+                workdir=workdir,
+                raw=bool(args.ablation),
+                adapt=features.adapt,
+            )
     except (ValueError, FileNotFoundError) as exc:
         raise CommandError(str(exc)) from exc
     output = Path(args.output)

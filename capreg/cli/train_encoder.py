@@ -14,10 +14,13 @@ from typing import Any
 
 from capreg.cli.errors import CommandError
 from capreg.training.encoder import (
+    FOLDS,
     EncoderFit,
     EncoderSettings,
     fine_tune,
+    fold_overlay,
     pairs_by_set,
+    without_fold,
     write_overlay,
 )
 from indexer.embedding.model_files import OVERLAY_FILE, RECORD_FILE, base_model_path
@@ -60,8 +63,18 @@ def cmd_train_encoder(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise CommandError(str(exc)) from exc
     pairs = [pair for items in by_set.values() for pair in items]
+    if args.fold is not None:
+        # The encoder whose features the learned stage learns this fold's requests from.
+        try:
+            pairs = without_fold(pairs, args.fold, args.folds)
+        except ValueError as exc:
+            raise CommandError(f"--fold: {exc}") from exc
+        by_set = {
+            name: without_fold(items, args.fold, args.folds) for name, items in by_set.items()
+        }
     base = base_model_path()
-    overlay = Path(args.output)
+    default = OVERLAY_FILE if args.fold is None else fold_overlay(args.fold, args.folds)
+    overlay = Path(args.output) if args.output else default
     with tempfile.TemporaryDirectory(prefix="capreg-encoder-") as scratch:
         fit = fine_tune(base, pairs, Path(scratch), settings, sets=tuple(by_set))
         size = write_overlay(Path(scratch), base, overlay)
@@ -81,7 +94,15 @@ def add_parser(commands: Any) -> None:
         "train-encoder", help="fine-tune the sentence encoder on the tuning splits"
     )
     parser.add_argument("--datasets", default=os.environ.get("CAPREG_DATASETS"), help="folder")
-    parser.add_argument("--output", default=str(OVERLAY_FILE), help="overlay file to write")
+    parser.add_argument(
+        "--output", help=f"overlay file to write (default {OVERLAY_FILE}; a fold's in .capreg/)"
+    )
+    parser.add_argument(
+        "--fold",
+        type=int,
+        help="fit without this fold of the tuning requests (the learned stage's features)",
+    )
+    parser.add_argument("--folds", type=int, default=FOLDS, help="how many folds (with --fold)")
     parser.add_argument("--report", help="write the fit's report (markdown) here")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--epochs", type=int, default=defaults.epochs)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from capreg.evaluation.runner import DEFAULT_WORKDIR, load_catalogs
 from capreg.training.adapting import AdapterSet
+from capreg.training.encoder import fold_of
 from capreg.training.learning import Shortlisted
 from indexer.embedding import Embedder
 from indexer.evaluation.datasets import load_dataset
@@ -69,13 +70,21 @@ class Corpus:
         *,
         datasets: Path | None = None,
         workdir: Path = DEFAULT_WORKDIR,
+        fold: tuple[int, int] | None = None,
     ) -> None:
+        """`fold` (index, count): only the requests of that fold (`encoder.fold_of`), the
+        ones `embedder` was fitted without."""
         dataset = load_dataset(name, datasets)
         self.name = name
-        self.queries = [q for q in dataset.queries if q.relevant and not q.steps]
+        requests = [
+            q
+            for q in dataset.queries
+            if not q.steps and (fold is None or fold_of(q.query, fold[1]) == fold[0])
+        ]
+        self.queries = [q for q in requests if q.relevant]
         # Requests the set itself labels as served by no tool (mcp-agentstyle's `none`): real
         # unanswerable requests, beside the copies made by leaving catalogs out.
-        self.unserved = [q for q in dataset.queries if not q.relevant and not q.steps]
+        self.unserved = [q for q in requests if not q.relevant]
         self._one_catalog = len(dataset.catalogs) == 1
         # Unanswerable copies made by the last `shortlists`, and how many of them also left
         # out a twin of a gold tool from another catalog.

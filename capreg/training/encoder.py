@@ -35,6 +35,36 @@ class Pair:
     document: str
 
 
+# The learned stage learns from features of requests the encoder did not see (decision 0070):
+# the tuning requests are split into FOLDS by their text, one encoder is fitted without each
+# fold, and each fold's shortlists come from the encoder that left it out. The served encoder
+# is the fit on every fold.
+FOLDS = 2
+
+
+# Where the fold encoders are written (`make train-encoder`); not shipped.
+FOLDS_DIR = Path(".capreg") / "encoder-folds"
+
+
+def fold_overlay(fold: int, folds: int = FOLDS) -> Path:
+    """The overlay of the encoder fitted without `fold` (its record beside it)."""
+    return FOLDS_DIR / f"{fold}-of-{folds}" / "encoder.safetensors"
+
+
+def fold_of(query: str, folds: int = FOLDS) -> int:
+    """The fold of a request, by its text alone: the same words in two sets share a fold, so
+    no fold's encoder has seen a request of its own fold."""
+    digest = hashlib.sha256(query.strip().encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % folds
+
+
+def without_fold(pairs: Sequence[Pair], fold: int, folds: int = FOLDS) -> list[Pair]:
+    """The pairs an encoder that leaves out `fold` is fitted on."""
+    if not 0 <= fold < folds:
+        raise ValueError(f"fold {fold} is not one of 0..{folds - 1}")
+    return [pair for pair in pairs if fold_of(pair.query, folds) != fold]
+
+
 @dataclass(frozen=True)
 class EncoderSettings:
     """What a fit used; recorded beside the weights it gave."""

@@ -25,7 +25,6 @@ from capreg.training.learning import (
     ordered,
 )
 from indexer.embedding import Embedder
-from indexer.embedding.model_files import OVERLAY_FILE, base_model_path
 from indexer.evaluation.datasets import TUNING_SETS
 from indexer.retrieval.features import FEATURES, FeatureGroup, columns_of
 from indexer.retrieval.fusion import split_intents
@@ -67,21 +66,6 @@ class Training:
     raw_tuning: dict[str, list[Shortlisted]] | None = None
 
 
-def ranker_encoder(configured: Path | None) -> tuple[Path | None, bool]:
-    """The model folder whose features the ranker and weak_match learn from, and whether a
-    query adapter is fitted for it.
-
-    With the fine-tuned encoder served (no folder configured, an overlay shipped), that is the
-    base encoder, without an adapter: the tuned one has seen every tuning request, so its
-    cosines there are better than on any request it will serve, and a ranker fitted on them
-    trusts them too far (decision 0069); an adapter would map the base's space. Otherwise
-    the configured (or default) folder itself, with an adapter.
-    """
-    if configured is None and OVERLAY_FILE.is_file():
-        return base_model_path(), False
-    return configured, True
-
-
 def train(
     embedder: Embedder,
     *,
@@ -98,7 +82,7 @@ def train(
     the tuning shortlists' parts of a request (a bench's variant; served: its clauses).
     Without `adapt`, no adapter: the features come from an encoder other than the served
     one (`capreg train` fits the ranker over the base encoder when a tuned one is shipped),
-    whose space an adapter would not fit."""
+    whose space an adapter would not fit (`cross_fit` fits over a tuned encoder)."""
     corpora: dict[str, Corpus] = {}
     try:
         for name in TUNING_SETS:
@@ -275,10 +259,10 @@ def training_report(result: Training, command: str) -> str:
         lines += [
             "## No query adapter",
             "",
-            "The features come from the base encoder while the fine-tuned one is served "
-            "(decision 0069): the tuned encoder has seen every tuning request, so a ranker "
-            "fitted on its cosines would trust them too far, and an adapter fitted in the "
-            "base's space would not fit the served one.",
+            "The fine-tuned encoder is served, and each tuning request's features come from "
+            "the encoder fitted without its fold (decisions 0069, 0070): the served encoder "
+            "has seen every tuning request, so a ranker fitted on its own cosines would "
+            "trust them too far. No adapter is fitted over a fine-tuned encoder.",
             "",
         ]
     else:

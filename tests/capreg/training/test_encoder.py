@@ -11,8 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.numpy import load_file, save_file
 
-from capreg.training import stage
-from capreg.training.encoder import Pair, batches, pairs_digest, write_overlay
+from capreg.training import cross_fit
+from capreg.training.encoder import (
+    FOLDS,
+    Pair,
+    batches,
+    fold_of,
+    fold_overlay,
+    pairs_digest,
+    without_fold,
+    write_overlay,
+)
 from indexer.embedding.model_files import WEIGHTS, base_model_path
 
 pairs_strategy = st.lists(
@@ -67,13 +76,43 @@ def test_the_overlay_holds_only_the_tensors_fine_tuning_changed(tmp_path: Path) 
     assert overlay["encoder.layer.0.attention.self.query.bias"].dtype == np.float16
 
 
-def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_base_without_adapter(
+@given(st.lists(st.text(min_size=1, max_size=30), max_size=40), st.integers(2, 5))
+def test_folds_split_the_requests_by_their_text(texts: list[str], folds: int) -> None:
+    pairs = [Pair(text, f"tool {i}") for i, text in enumerate(texts)]
+    kept = [without_fold(pairs, fold, folds) for fold in range(folds)]
+    for fold, fitted_on in enumerate(kept):
+        # An encoder fitted without a fold never sees one of its requests, in any set ...
+        assert all(fold_of(p.query, folds) != fold for p in fitted_on)
+        # ... and sees every other request.
+        assert [p for p in pairs if p not in fitted_on] == [
+            p for p in pairs if fold_of(p.query, folds) == fold
+        ]
+    for text in texts:
+        assert fold_of(text, folds) == fold_of(f"  {text}\n", folds)
+
+
+def test_a_fold_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"fold 2 is not one of 0\.\.1"):
+        without_fold([Pair("q", "d")], 2, 2)
+
+
+def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_fold_encoders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stage, "OVERLAY_FILE", tmp_path / "encoder.safetensors")
-    assert stage.ranker_encoder(None) == (None, True)
-    assert stage.ranker_encoder(tmp_path / "folder") == (tmp_path / "folder", True)
+    monkeypatch.setattr(cross_fit, "OVERLAY_FILE", tmp_path / "encoder.safetensors")
+    monkeypatch.chdir(tmp_path)
+    assert cross_fit.ranker_features(None) == cross_fit.RankerFeatures(None, True)
+    named = cross_fit.RankerFeatures(tmp_path / "f", True)
+    assert cross_fit.ranker_features(tmp_path / "f") == named
     (tmp_path / "encoder.safetensors").write_bytes(b"")
-    assert stage.ranker_encoder(None) == (base_model_path(), False)
+    with pytest.raises(FileNotFoundError, match="run `make train-encoder` first"):
+        cross_fit.ranker_features(None)
+    for fold in range(FOLDS):
+        fold_overlay(fold).parent.mkdir(parents=True)
+        fold_overlay(fold).write_bytes(b"")
+    features = cross_fit.ranker_features(None)
+    assert features.model is None
+    assert not features.adapt
+    assert features.folds == tuple(fold_overlay(fold) for fold in range(FOLDS))
     # A folder named on the command line is served as it is, and learned from as it is.
-    assert stage.ranker_encoder(tmp_path / "folder") == (tmp_path / "folder", True)
+    assert cross_fit.ranker_features(tmp_path / "f") == named

@@ -9,9 +9,11 @@ import pytest
 
 from capreg.evaluation.runner import load_catalogs
 from capreg.training.corpus import collect
+from capreg.training.cross_fit import ranker_features, train_cross_fitted
 from capreg.training.learning import ordered
-from capreg.training.stage import compare_with_committed, ranker_encoder, train
+from capreg.training.stage import compare_with_committed, train
 from indexer.embedding import Embedder, load_embedder
+from indexer.embedding.model_files import default_cache_dir, tuned_model_path
 from indexer.evaluation.datasets import load_dataset
 from indexer.retrieval.learned import MODEL_FILE, load_learned_stage
 from registry.config import SearchSettings
@@ -28,10 +30,19 @@ pytestmark = pytest.mark.datasets
 def test_retraining_on_the_tuning_splits_reproduces_the_committed_model(
     model: Embedder, eval_workdir: Path
 ) -> None:
-    # What `capreg train` fits on: the base encoder's features when the tuned one is served.
-    folder, adapt = ranker_encoder(None)
-    features = load_embedder(folder) if folder is not None else model
-    result = train(features, datasets=DATASETS, workdir=eval_workdir, adapt=adapt)
+    # What `capreg train` fits on: the fold encoders' features when the tuned one is served.
+    try:
+        features = ranker_features(None)
+    except FileNotFoundError as exc:
+        # The fold encoders are two fine-tunes (about 40 minutes here), made by
+        # `make train-encoder` and not shipped (decision 0070).
+        pytest.skip(str(exc))
+    embedder = load_embedder(features.model) if features.model is not None else model
+    folds = [load_embedder(tuned_model_path(default_cache_dir(), f)) for f in features.folds]
+    if folds:
+        result = train_cross_fitted(embedder, folds, datasets=DATASETS, workdir=eval_workdir)
+    else:
+        result = train(embedder, datasets=DATASETS, workdir=eval_workdir, adapt=features.adapt)
     committed = load_learned_stage(MODEL_FILE)
     assert committed is not None
     check = compare_with_committed(committed, MODEL_FILE.read_text(encoding="utf-8"), result)
