@@ -195,6 +195,12 @@ def create_app(
         reply.body["error"]["next_call"] = {"method": "GET", "path": "/openapi.json"}
         return _refusal(reply)
 
+    icon = console / "favicon.svg"
+
+    async def favicon(_request: Request) -> Response:
+        # Browsers ask for /favicon.ico whatever the page links: answered, not a 404 each time.
+        return FileResponse(icon, media_type="image/svg+xml")
+
     async def routing_refusal(_request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         code = _ROUTING_CODES.get(exc.status_code, grpc.StatusCode.INVALID_ARGUMENT)
@@ -211,6 +217,8 @@ def create_app(
         *results_routes(results, authenticator),
         *metrics_routes(metrics, authenticator),
     ]
+    if icon.is_file():
+        routes.append(HttpRoute("/favicon.ico", favicon, methods=["GET"]))
     if console.is_dir():
         routes.append(Mount("/console", StaticFiles(directory=console), name="console"))
     return Starlette(

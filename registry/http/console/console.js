@@ -29,6 +29,7 @@
     limit: $("limit"),
     searchStatus: $("search-status"),
     weak: $("weak"),
+    scoresHelp: $("scores-help"),
     hits: $("hits"),
     schemaSection: $("schema-section"),
     schemaHeading: $("schema-heading"),
@@ -169,7 +170,7 @@
     }
     ui.catalogFilter.replaceChildren(el("option", { value: "" }, "All catalogs"));
     ui.query.value = "";
-    for (const node of [ui.console, ui.forget, ui.weak, ui.schemaSection]) {
+    for (const node of [ui.console, ui.forget, ui.weak, ui.scoresHelp, ui.schemaSection]) {
       node.hidden = true;
     }
     ui.workflowSection.hidden = true;
@@ -335,9 +336,23 @@
 
   const number = (value) => (typeof value === "number" ? value.toFixed(3) : String(value));
 
+  // A new search starts from a clean slate: the last answer's hits, its weak-match notice
+  // and the schema opened from it all belong to a request no longer on screen, so neither an
+  // answer nor an error is shown beside them.
+  function clearSearch() {
+    ui.hits.replaceChildren();
+    ui.searchStatus.textContent = "";
+    ui.weak.hidden = true;
+    ui.weak.textContent = "";
+    ui.scoresHelp.hidden = true;
+    ui.schema.replaceChildren();
+    ui.schemaSection.hidden = true;
+  }
+
   ui.searchForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearAlert();
+    clearSearch();
     const q = ui.query.value.trim();
     if (!q) {
       showAlert("Type what the tool should do, then search.");
@@ -352,7 +367,7 @@
     try {
       answer = await callJson(`/v1/search?${params}`);
     } catch (exc) {
-      ui.searchStatus.textContent = "";
+      clearSearch();
       fail(exc);
       return;
     }
@@ -374,6 +389,7 @@
     ui.searchStatus.textContent =
       `${count}${answer.cached ? ", from the cache" : ""} ` +
       `(index generation ${answer.index_generation}).${weak ? " Weak match." : ""}`;
+    ui.scoresHelp.hidden = !hits.length;
     ui.hits.replaceChildren(
       ...hits.map((hit) =>
         el(
@@ -386,7 +402,12 @@
           el("p", {}, hit.summary),
           el(
             "p",
-            { class: "scores" },
+            {
+              class: "scores",
+              "aria-describedby": "scores-help",
+              title: "score: rank within this answer only (may be negative); " +
+                "similarity: request to description, from −1 to 1",
+            },
             `score ${number(hit.score)} · similarity ${number(hit.similarity)} · catalog ${hit.catalog}`,
           ),
         ),

@@ -5,6 +5,7 @@ the key's storage, workflows, plots, and data that stays text."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -159,6 +160,107 @@ async def test_a_schema_opens_from_a_hit_with_the_keyboard_alone(
     await tab_to(page, link)
     await page.keyboard.press("Enter")
     await expect(heading).to_have_text(f"Schema: {target}")
+
+
+async def search(page: Page, query: str) -> None:
+    """Types `query` into the search box and sends it with Enter."""
+    await page.get_by_label("What should the tool do?").fill(query)
+    await page.get_by_label("What should the tool do?").press("Enter")
+
+
+async def test_a_new_search_clears_the_schema_opened_from_the_last_answer(
+    secured_api: Served, page: Page
+) -> None:
+    await signed_in(page, secured_api, "admin")
+    await search(page, TICKET)
+    await page.locator("#hits .hit-open").first.press("Enter")
+    await expect(page.locator("#schema .tool")).to_be_visible()
+    await search(page, "look up an employee")
+    await expect(page.locator("#search-status")).to_contain_text("look up an employee")
+    await expect(page.locator("#schema-section")).to_be_hidden()
+    await expect(page.locator("#schema .tool")).to_have_count(0)
+
+
+async def test_an_error_replaces_the_last_answer_instead_of_sitting_above_it(
+    secured_api: Served, page: Page
+) -> None:
+    await signed_in(page, secured_api, "admin")
+    await search(page, TICKET)
+    await expect(page.locator("#hits .hit").first).to_be_visible()
+    await page.locator("#hits .hit-open").first.press("Enter")
+    await expect(page.locator("#schema .tool")).to_be_visible()
+    await search(page, "   ")
+    await expect(page.get_by_role("alert")).to_contain_text("Type what the tool should do")
+    # The alert is the only answer on screen: no hits, counts or schema of the last request.
+    await expect(page.locator("#hits .hit")).to_have_count(0)
+    await expect(page.locator("#search-status")).to_have_text("")
+    await expect(page.locator("#scores-help")).to_be_hidden()
+    await expect(page.locator("#schema-section")).to_be_hidden()
+
+
+async def test_the_scores_say_what_they_measure_and_that_a_score_may_be_negative(
+    secured_api: Served, page: Page
+) -> None:
+    await signed_in(page, secured_api, "admin")
+    help_ = page.locator("#scores-help")
+    await expect(help_).to_be_hidden()
+    await search(page, TICKET)
+    await expect(help_).to_be_visible()
+    await expect(help_).to_contain_text("can be negative")
+    await expect(help_).to_contain_text("from \u22121 to 1")
+    scores = page.locator("#hits .scores").first
+    await expect(scores).to_have_accessible_description(re.compile("ranks the hits of this answer"))
+    await expect(scores).to_have_attribute("title", re.compile("may be negative"))
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    red, green, blue = (int(part) for part in re.findall(r"\d+", css)[:3])
+    return red, green, blue
+
+
+async def test_the_focus_ring_is_neutral_not_the_colour_of_an_error(
+    secured_api: Served, page: Page
+) -> None:
+    await signed_in(page, secured_api, "admin")
+    catalog = page.get_by_label("Catalog", exact=True)
+    await tab_to(page, catalog, most=1)
+    ring = await catalog.evaluate(
+        "node => { const s = getComputedStyle(node);"
+        " return [s.outlineStyle, s.outlineWidth, s.outlineColor]; }"
+    )
+    style, width, colour = ring
+    assert style == "solid"
+    assert float(width.removesuffix("px")) >= 2
+    red, _green, blue = _rgb(colour)
+    # Not a red or orange: those say "error" (the alert's ink is #8a1c1c).
+    assert red <= blue, colour
+    alert_ink = await page.locator("#alert").evaluate("node => getComputedStyle(node).color")
+    assert _rgb(colour) != _rgb(alert_ink)
+
+
+async def test_the_page_loads_with_no_refused_request_and_a_favicon(
+    secured_api: Served, page: Page
+) -> None:
+    refused: list[str] = []
+    page.on("response", lambda r: refused.append(r.url) if r.status >= 400 else None)
+    await page.goto(str(secured_api.http.base_url))
+    await expect(page.get_by_label("API key", exact=True)).to_be_visible()
+    assert refused == []
+    icon = await page.locator("link[rel=icon]").get_attribute("href")
+    assert icon is not None
+    for path in (icon, "/favicon.ico"):
+        answer = await page.request.get(f"{secured_api.url}{path}")
+        assert answer.status == 200, path
+        assert answer.headers["content-type"].startswith("image/svg+xml")
+        assert (await answer.text()).startswith("<svg")
+
+
+async def test_the_key_form_says_where_to_find_a_key(secured_api: Served, page: Page) -> None:
+    await page.goto(str(secured_api.http.base_url))
+    key = page.get_by_label("API key", exact=True)
+    await expect(key).to_have_accessible_description(re.compile(r"\.capreg/dev-keys\.env"))
+    await expect(key).to_have_accessible_description(re.compile("capreg keys add"))
+    await expect(key).to_have_accessible_description(re.compile("make serve"))
 
 
 async def test_a_read_only_key_sees_fewer_catalogs_than_the_admin_key(
