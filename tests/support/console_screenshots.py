@@ -1,10 +1,16 @@
 """Screenshots of the web console's main screens, taken in Debian's chromium from a real
-`capreg serve --http` over the bundled catalogs with a throwaway admin key, into docs/console/."""
+`capreg serve --http` over the bundled catalogs with a throwaway admin key, into docs/console/.
+
+The plots it shows are redrawn from the results folder's JSON reports with today's plotting
+code (into a scratch folder, each with its PNG's date), so the screenshot shows what the next
+`make eval` draws without rerunning it or touching the committed PNGs."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import tempfile
 import time
 import urllib.error
@@ -13,6 +19,7 @@ from pathlib import Path
 
 from playwright.async_api import FloatRect, Page, ViewportSize, async_playwright, expect
 
+from indexer.evaluation.report import Report, plot_recall
 from registry.auth.keys import add_key
 from tests.support.browser import launch_chromium
 from tests.support.server_process import free_port, serving
@@ -21,6 +28,22 @@ ROOT = Path(__file__).resolve().parents[2]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 860}
 QUERY = "a customer was charged twice: refund the payment and open a ticket"
 WAIT_MS = 60_000
+
+
+def redraw_plots(results: Path, into: Path) -> None:
+    """Each PNG of `results` that has a JSON report beside it, drawn again into `into` from
+    that report, with the PNG's modification time (the console lists the newest first)."""
+    for png in results.glob("*.png"):
+        report = png.with_suffix(".json")
+        if not report.is_file():
+            continue
+        items = json.loads(report.read_text(encoding="utf-8"))
+        reports = [
+            Report.from_json(item) for item in (items if isinstance(items, list) else [items])
+        ]
+        plot_recall(reports, into / png.name)
+        modified = png.stat().st_mtime
+        os.utime(into / png.name, (modified, modified))
 
 
 def wait_ready(url: str, seconds: float) -> None:
@@ -55,7 +78,7 @@ async def shoot(url: str, key: str, out: Path) -> list[Path]:
         page = await browser.new_page(viewport=VIEWPORT)
         page.set_default_timeout(WAIT_MS)
         await page.goto(url)
-        await save(page, "key-form", height=300)
+        await save(page, "key-form", height=380)
 
         await page.get_by_label("API key", exact=True).fill(key)
         await page.keyboard.press("Enter")
@@ -94,9 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         key = add_key(work / "keys.yaml", "dev-admin", ["registry:admin", "*"])
+        plots = work / "results"
+        plots.mkdir()
+        redraw_plots(args.results, plots)
         http = f"127.0.0.1:{free_port()}"
         extra = ["--catalogs", str(args.catalogs), "--keys", str(work / "keys.yaml")]
-        extra += ["--http", http, "--results-dir", str(args.results)]
+        extra += ["--http", http, "--results-dir", str(plots)]
         with serving(work / "registry.db", work / "serve.log", extra):
             wait_ready(f"http://{http}", seconds=60)
             written = asyncio.run(shoot(f"http://{http}/", key, args.out))
