@@ -15,8 +15,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from registry.errors import CallerGone, NotReady, Overloaded
@@ -31,11 +32,41 @@ T = TypeVar("T")
 # machine a cache hit (answered on the loop) is not kept waiting by model and ranking work;
 # decision 0039 compares 0, 5, 10 and 15.
 WORKER_NICENESS = 15
+# Where Linux lists a process's threads (one folder per native thread id).
+_TASKS = Path("/proc/self/task")
 
 
-def _yield_to_the_loop() -> None:
+def _yield_to_the_loop(native_id: int | None = None) -> None:
+    """Lowers one thread (by default the calling one) to WORKER_NICENESS; on Linux a nice
+    value is a thread's own."""
     with contextlib.suppress(OSError, AttributeError):  # not Linux, or not permitted
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, native_id or threading.get_native_id(), WORKER_NICENESS)
+
+
+def _native_threads() -> set[int]:
+    try:
+        return {int(entry.name) for entry in _TASKS.iterdir()}
+    except OSError:  # not Linux: nothing to lower
+        return set()
+
+
+@contextlib.contextmanager
+def started_threads_yield() -> Iterator[None]:
+    """Every thread started inside the block runs at WORKER_NICENESS from its end on.
+
+    For the threads a model library starts of its own (ONNX Runtime's intra-op pool when a
+    session opens, the tokenizer's pool at its first batch): they do the read lane's model
+    work, but started from the main thread they ran at the event loop's priority. Under read
+    load the intra-op thread, spinning between passes, took 43% of a core at nice 0 while
+    the nice-15 read threads waited for a core holding the GIL, and cache hits waited for the
+    GIL with them (decision 0074).
+    """
+    before = _native_threads()
+    try:
+        yield
+    finally:
+        for native_id in sorted(_native_threads() - before):
+            _yield_to_the_loop(native_id)
 
 
 class Lanes:

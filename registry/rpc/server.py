@@ -19,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from indexer.embedding import load_embedder
+from indexer.embedding import Embedder, load_embedder
 from indexer.retrieval.vector_index import one_thread_per_search
 from registry.auth.authentication import Authenticator, KeySource
 from registry.auth.keys import KeyFileError, KeyStore
@@ -32,7 +32,7 @@ from registry.http.app import create_app
 from registry.http.listener import CannotListen, HttpListener, bind
 from registry.ingest.catalog_dir import SyncProgress, sync_folder
 from registry.ingest.watch import FolderWatcher
-from registry.lanes import Lanes
+from registry.lanes import Lanes, started_threads_yield
 from registry.limits import Admission, Admit
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.rpc.interceptors import KeyedReflection
@@ -177,6 +177,16 @@ def settle_long_lived_objects() -> None:
     gc.freeze()
 
 
+def load_serving_embedder(config: ServerConfig) -> Embedder:
+    """The model `config` names, with the threads its libraries start running below the
+    event loop, as the read lane's do: a first encode starts the pools that are started
+    lazily (the tokenizer's, torch's), so that they are lowered too."""
+    with started_threads_yield():
+        embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
+        embedder.encode(["start the model's thread pools"])
+    return embedder
+
+
 class ServeFailed(CapregError):
     """The server cannot start: the message names the setting to change."""
 
@@ -208,7 +218,7 @@ async def run_server(config: ServerConfig) -> bool:
         store.close()
         raise ServeFailed(f"cannot use keys file: {exc}") from exc
     one_thread_per_search()
-    embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
+    embedder = load_serving_embedder(config)
     registry = Registry(
         store,
         embedder,

@@ -4,6 +4,7 @@ and work whose caller has gone is never started."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -18,9 +19,10 @@ from numpy.typing import NDArray
 from registry.config import ServerConfig, default_read_workers
 from registry.core import Registry
 from registry.errors import CallerGone
-from registry.lanes import Lanes
+from registry.lanes import WORKER_NICENESS, Lanes, started_threads_yield
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
+from registry.rpc.server import load_serving_embedder
 from registry.store import SqliteStore
 from tests.conftest import DATA, CountingEmbedder, copy_db, start_server
 
@@ -199,3 +201,49 @@ def test_the_read_lane_has_a_thread_per_core_from_two_to_four(
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(cores)))
     assert default_read_workers() == threads
     assert ServerConfig().read_workers == threads
+
+
+# Nice values are per thread on Linux only; elsewhere nothing is lowered.
+TASKS = Path("/proc/self/task")
+per_thread_niceness = pytest.mark.skipif(not TASKS.is_dir(), reason="Linux threads only")
+
+
+def _niceness(native_id: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, native_id)
+
+
+def _native_threads() -> set[int]:
+    return {int(entry.name) for entry in TASKS.iterdir()}
+
+
+@per_thread_niceness
+def test_threads_started_inside_the_block_run_below_the_event_loop() -> None:
+    release = threading.Event()
+    before = threading.Thread(target=release.wait)
+    before.start()
+    with started_threads_yield():
+        inside = threading.Thread(target=release.wait)
+        inside.start()
+    try:
+        assert inside.native_id is not None
+        assert before.native_id is not None
+        # At least WORKER_NICENESS: a suite run under `nice 19` cannot be raised to it.
+        assert _niceness(inside.native_id) >= WORKER_NICENESS
+        assert _niceness(before.native_id) == _niceness(threading.get_native_id())
+    finally:
+        release.set()
+        before.join()
+        inside.join()
+
+
+@per_thread_niceness
+@pytest.mark.model
+def test_the_threads_the_model_starts_run_below_the_event_loop() -> None:
+    # ONNX Runtime's intra-op thread did the read lane's model work at the loop's priority.
+    before = _native_threads()
+    # Held: the session's threads end with it.
+    embedder = load_serving_embedder(ServerConfig())
+    started = _native_threads() - before
+    assert started, "the serving model starts threads of its own"
+    assert {t: _niceness(t) for t in started if _niceness(t) < WORKER_NICENESS} == {}
+    assert embedder.dimension > 0
