@@ -75,6 +75,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(ROOT / "docs" / "results" / "load-fault.md"))
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="capreg-load-"))
     queries = sample_queries(400)
     cached, fresh = queries[:20], queries[20:]
@@ -115,7 +116,18 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     probes = Probes(mixed=mixed_probe, overload=overload_probe)
     report = render(
-        args, tools, idle, idle_after, tally, rss_before, rss_after, kills, overloaded, probes, read
+        args,
+        tools,
+        idle,
+        idle_after,
+        tally,
+        rss_before,
+        rss_after,
+        kills,
+        overloaded,
+        probes,
+        read,
+        load_at_start,
     )
     print(report)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -135,6 +147,7 @@ def render(
     overloaded: Overload,
     probes: Probes,
     read: ReadLoad,
+    load_at_start: float,
 ) -> str:
     ms = 1000.0
 
@@ -177,8 +190,18 @@ def render(
         "",
         f"Command: `{command}`  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}; {os.cpu_count()} cores; a real `capreg serve` "
-        f"over the {tools} sample tools, per-caller limits off (the bench is one caller).",
+        f"over the {tools} sample tools, per-caller limits off (the bench is one caller); "
+        f"1-minute load average {load_at_start:.2f} at the start.",
         "",
+        *(
+            [
+                "The machine was shared while this ran: no figure here is final; rerun on a "
+                "quiet machine.",
+                "",
+            ]
+            if load_at_start > (os.cpu_count() or 1) / 2
+            else []
+        ),
         "## Idle cached searches (1 client, 1,000 calls)",
         "",
         f"p50 {statistics.median(idle) * ms:.2f} ms, p99 {idle_p99:.2f} ms "
