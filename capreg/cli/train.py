@@ -81,7 +81,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             corpus = Corpus(name, embedder, datasets=datasets, workdir=workdir)
             try:
                 held_out[name] = corpus.shortlists(result.stage.adapter)
-                raw_held_out[name] = corpus.shortlists(None)
+                if not folds:  # over a tuned encoder there is no adapter to leave out
+                    raw_held_out[name] = corpus.shortlists(None)
             finally:
                 corpus.close()
         text = ablation_report(
@@ -90,7 +91,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             held_out,
             command,
             raw_tuning=raw_tuning,
-            raw_held_out=raw_held_out,
+            raw_held_out=raw_held_out if not folds else None,
         )
         Path(args.ablation).write_text(text, encoding="utf-8")
         print(f"wrote {args.ablation}")
