@@ -157,9 +157,14 @@ def shown_command(plan: Plan, connections: int, seconds: float, cpus: str) -> st
 
 def process_runner(traffic: Traffic, cpus: str) -> Runner:
     def run(plan: Plan, connections: int, seconds: float) -> Timing:
-        if cpus:
-            os.sched_setaffinity(0, cpu_set(cpus))  # the client processes inherit it
-        return run_processes(plan, traffic, connections, seconds)
+        if not cpus:
+            return run_processes(plan, traffic, connections, seconds)
+        own = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, cpu_set(cpus))  # the client processes inherit it
+        try:
+            return run_processes(plan, traffic, connections, seconds)
+        finally:
+            os.sched_setaffinity(0, own)
 
     return run
 
@@ -195,7 +200,8 @@ def measure(
             }
         else:
             run = process_runner(traffic, client_cpus)
-            method = "one Python client process per connection (wrk not found: " + INSTALL_WRK + ")"
+            why = "--processes" if processes else f"wrk not found: {INSTALL_WRK}"
+            method = f"one Python client process per connection ({why})"
         run("probe", 1, 2.0)  # connections and code paths warmed, not timed
         load_before = os.getloadavg()[0]
         idle = run("probe", 1, seconds)
