@@ -21,12 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from capreg.training.encoder import FOLDS, fold_of, fold_overlay
+from capreg.training.encoder import FOLDS, fold_of, fold_overlay, tool_documents
 from indexer.embedding import EmbedderBackend, load_embedder
 from indexer.embedding.model_files import RECORD_FILE, WEIGHTS, base_model_path, tuned_model_path
 from indexer.evaluation.datasets import load_dataset
-from indexer.formats import parse_catalog
-from indexer.retrieval.document import document_text
 
 SETS = ("mcp-agentstyle:tuning", "metatool:tuning", "stabletoolbench:tuning")
 
@@ -40,11 +38,7 @@ class Split:
 
 def load_split(name: str, datasets: Path | None) -> Split:
     dataset = load_dataset(name, datasets)
-    documents: dict[str, str] = {}
-    for source in dataset.catalogs:
-        catalog = parse_catalog(source.content, name=source.name, fmt=source.format)
-        for tool in catalog.tools:
-            documents[f"{catalog.name}/{tool.name}"] = document_text(tool, catalog.title)
+    documents = tool_documents(dataset)
     requests = [
         (q.query.strip(), frozenset(q.relevant))
         for q in dataset.queries

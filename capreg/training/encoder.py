@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from indexer.evaluation.datasets import TUNING_SETS, load_dataset
+from indexer.evaluation.datasets import TUNING_SETS, Dataset, load_dataset
 from indexer.formats import parse_catalog
 from indexer.retrieval.document import document_text
 
@@ -88,15 +88,21 @@ def pairs_by_set(
     return {name: set_pairs(name, datasets) for name in sets}
 
 
-def set_pairs(name: str, datasets: Path | None = None) -> list[Pair]:
-    """One set's pairs: each answerable request with each of its gold tools, the tool as the
-    text serving embeds for it."""
-    dataset = load_dataset(name, datasets)
+def tool_documents(dataset: Dataset) -> dict[str, str]:
+    """Each tool id of `dataset` with the text serving embeds for it."""
     documents: dict[str, str] = {}
     for source in dataset.catalogs:
         catalog = parse_catalog(source.content, name=source.name, fmt=source.format)
         for tool in catalog.tools:
             documents[f"{catalog.name}/{tool.name}"] = document_text(tool, catalog.title)
+    return documents
+
+
+def set_pairs(name: str, datasets: Path | None = None) -> list[Pair]:
+    """One set's pairs: each answerable request with each of its gold tools, the tool as the
+    text serving embeds for it."""
+    dataset = load_dataset(name, datasets)
+    documents = tool_documents(dataset)
     return [
         Pair(query.query.strip(), documents[tool_id])
         for query in dataset.queries
