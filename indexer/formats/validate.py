@@ -3,10 +3,14 @@ entry it concerns and the rule it breaks, so a caller can fix a file in one pass
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -35,27 +39,73 @@ def _hidden(name: str) -> bool:
 
 
 # Without "$schema", a schema is accepted if any draft in use by real servers accepts it:
-# tool schemas in the wild still use draft-4 forms such as a boolean exclusiveMinimum.
+# tool schemas in the wild still use draft-4 forms such as a boolean exclusiveMinimum. The
+# newest draft's error is the one reported when none accepts.
 _DRAFTS = (
     jsonschema.Draft202012Validator,
     jsonschema.Draft201909Validator,
     jsonschema.Draft7Validator,
     jsonschema.Draft4Validator,
 )
+# The order they are tried in: acceptance by any is the same whatever the order, and the
+# 2019-09 and 2020-12 meta-schemas ($dynamicRef over vocabularies) take five times as long to
+# check a schema as draft 7's (3.7 ms against 0.7 ms for a bundled catalog's schema).
+_CHEAPEST_FIRST = (_DRAFTS[2], _DRAFTS[3], _DRAFTS[0], _DRAFTS[1])
+# Distinct schemas whose check is remembered (by the digest of their JSON text): the same
+# schema is checked once, not once per catalog that carries it (copies of a catalog, servers
+# sharing a schema, every unchanged tool of a catalog registered again).
+_REMEMBERED_SCHEMAS = 8192
 
 
-def _schema_error(schema: JsonObject) -> jsonschema.SchemaError | None:
+@dataclass(frozen=True)
+class SchemaProblem:
+    """Where a schema breaks its meta-schema, and how."""
+
+    path: str
+    message: str
+
+
+class _CheckedSchemas:
+    """A bounded, thread-safe memory of schema checks (registrations parse concurrently)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._results: OrderedDict[str, SchemaProblem | None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.checks = 0  # meta-schema checks run (a metric, and what tests count)
+
+    def problem(self, schema: JsonObject, text: str) -> SchemaProblem | None:
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with self._lock:
+            if key in self._results:
+                self._results.move_to_end(key)
+                return self._results[key]
+        result = _schema_problem(schema)
+        with self._lock:
+            self.checks += 1
+            self._results[key] = result
+            if len(self._results) > self._size:
+                self._results.popitem(last=False)
+        return result
+
+
+def _schema_problem(schema: JsonObject) -> SchemaProblem | None:
     declared = "$schema" in schema
-    drafts = (jsonschema.validators.validator_for(schema),) if declared else _DRAFTS
-    first: jsonschema.SchemaError | None = None
+    drafts = (jsonschema.validators.validator_for(schema),) if declared else _CHEAPEST_FIRST
+    errors: dict[type[Any], jsonschema.SchemaError] = {}
     for draft in drafts:
         try:
             draft.check_schema(schema)
         except jsonschema.SchemaError as exc:
-            first = first or exc
+            errors[draft] = exc
             continue
         return None
-    return first
+    error = errors.get(_DRAFTS[0]) or next(iter(errors.values()))
+    path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return SchemaProblem(path, one_line(error.message))
+
+
+CHECKED_SCHEMAS = _CheckedSchemas(_REMEMBERED_SCHEMAS)
 
 
 class Checker:
@@ -121,17 +171,17 @@ class Checker:
         if value.get("type") != "object":
             self.add(label, 'must be a JSON Schema with "type": "object"')
         try:
-            size = len(json.dumps(value, ensure_ascii=False).encode())
+            text = json.dumps(value, ensure_ascii=False)
+            size = len(text.encode())
         except (TypeError, ValueError) as exc:
             self.add(label, f"must be JSON-serialisable: {one_line(exc)}")
             return None
         if size > MAX_SCHEMA_BYTES:
             self.add(label, f"must be at most {MAX_SCHEMA_BYTES} bytes of JSON (has {size})")
             return None
-        error = _schema_error(value)
-        if error is not None:
-            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            self.add(label, f"is not a valid JSON Schema at {path}: {one_line(error.message)}")
+        problem = CHECKED_SCHEMAS.problem(value, text)
+        if problem is not None:
+            self.add(label, f"is not a valid JSON Schema at {problem.path}: {problem.message}")
         return value
 
     def annotations(self, value: object, label: str) -> JsonObject:
