@@ -12,6 +12,7 @@ after NFKC normalisation, so fullwidth or other compatibility forms of a directi
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -268,10 +269,29 @@ def poisoning_warnings(catalog: Catalog) -> list[str]:
     return [w for w in discovery_warnings(catalog) if w.endswith(POISONING)]
 
 
-def _directives(text: str) -> Iterator[str]:
+# Texts up to this long have their findings remembered: a catalog repeats its schema words
+# and property names, and copies or versions of one catalog repeat every text.
+_REMEMBERED_TEXT_CHARS = 512
+_REMEMBERED_TEXTS = 16384
+# ASCII control characters that render as nothing (what `_invisible` finds in ASCII text).
+_ASCII_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _directives(text: str) -> tuple[str, ...]:
     """A rule broken for each way `text` addresses the model rather than the reader."""
     if not text:
-        return
+        return ()
+    if len(text) <= _REMEMBERED_TEXT_CHARS:
+        return _remembered_directives(text)
+    return tuple(_find_directives(text))
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
+def _remembered_directives(text: str) -> tuple[str, ...]:
+    return tuple(_find_directives(text))
+
+
+def _find_directives(text: str) -> Iterator[str]:
     # Compatibility forms folded (fullwidth letters, ligatures, circled and styled letters
     # read as their plain letters), so the patterns see what the model reads.
     normal = unicodedata.normalize("NFKC", text)
@@ -282,14 +302,19 @@ def _directives(text: str) -> Iterator[str]:
         if match:
             snippet = " ".join(match.group(0).split())[:_SNIPPET]
             yield f"contains {what} ('{snippet}'), {POISONING}"
-    hidden = sorted({c for c in text if _invisible(c)})
+    if text.isascii():
+        # No look-alike letters in ASCII, and the only invisible characters are controls:
+        # most texts skip a Unicode-database lookup per character.
+        hidden = sorted(set(_ASCII_INVISIBLE.findall(text)))
+    else:
+        hidden = sorted({c for c in text if _invisible(c)})
     if hidden:
         codes = ", ".join(f"U+{ord(c):04X}" for c in hidden[:5])
         yield (
             f"contains invisible characters ({codes}) that can hide text from reviewers, "
             f"{POISONING}"
         )
-    mixed = _mixed_script_word(normal)
+    mixed = None if text.isascii() else _mixed_script_word(normal)
     if mixed:
         yield (
             f"has a word mixing alphabets ('{mixed[:_SNIPPET]}'): look-alike letters "
