@@ -53,7 +53,7 @@ class ToolLink:
         return {"rel": self.rel, "target": self.target_id, "arguments": dict(self.arguments)}
 
 
-@dataclass(kw_only=True, frozen=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Tool:
     """One callable tool as the registry stores and serves it."""
 

@@ -31,6 +31,8 @@ class LiveCatalog:
     """A stored catalog with the document texts and hashes of its tools, in the same order."""
 
     stored: StoredCatalog
+    # Until the catalog's segment is made from them; then dropped (about 0.3 KB a tool that
+    # nothing reads again: a changed catalog is a new LiveCatalog).
     documents: tuple[str, ...]
     doc_hashes: tuple[str, ...]
     view: CatalogView = field(init=False)
@@ -95,6 +97,11 @@ class SnapshotBuilder:
         self._index: ToolIndex | None = None
 
     @property
+    def space(self) -> SegmentSpace:
+        """Where the segments' vectors live (also the writer's in-memory copy of them)."""
+        return self._space
+
+    @property
     def partition(self) -> Partition | None:
         """The IVF partition in use (None below the approximate-search size)."""
         return self._partition
@@ -144,6 +151,7 @@ class SnapshotBuilder:
                 )
             for catalog, segment in zip(new, self._space.segments(sources), strict=True):
                 catalog.segment = segment
+                catalog.documents = ()
         return [catalog.segment for catalog in catalogs if catalog.segment is not None]
 
     def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:

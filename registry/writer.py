@@ -26,6 +26,7 @@ from indexer.retrieval.vector_index import Partition
 from registry.catalog_diff import CatalogDiff, diff_catalog
 from registry.document_vectors import DocumentVectors
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
+from registry.heap import release_free_memory
 from registry.indexing import LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
 from registry.snapshot import Snapshot
@@ -82,7 +83,7 @@ class Writer:
         )
         self._lock = threading.Lock()
         self._live = LiveCatalogs()
-        self._vectors = DocumentVectors(store, embedder, progress=progress)
+        self._vectors = DocumentVectors(store, embedder, self._builder.space, progress=progress)
         # None until `load` has published the first snapshot.
         self._generation: int | None = None
         # Inside `bulk()`: the latest generation waiting for one rebuild; otherwise None.
@@ -111,6 +112,7 @@ class Writer:
             self._live = live = LiveCatalogs(entries, loaded)
             self._applied = loaded
             tools = self._rebuild(loaded)
+        release_free_memory()
         logger.info(
             "loaded %d catalogs, %d tools in %.2fs (%d embedded)",
             len(live),
@@ -353,6 +355,7 @@ class Writer:
                 generation, self._deferred = self._deferred, None
                 if generation:
                     self._rebuild(generation, force=True)
+                    release_free_memory()
 
     # -- snapshots -------------------------------------------------------------
 
@@ -368,6 +371,7 @@ class Writer:
             return 0
         live = self._live.catalogs()
         index = self._builder.build(live, self._vectors, generation)
+        self._vectors.settle()
         views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
         self._publish(Snapshot(index, views, MappingProxyType(dict(self._live.touched))))
         self._generation = generation

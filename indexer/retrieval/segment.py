@@ -156,6 +156,9 @@ class SegmentSpace:
         self._scope_codes: dict[frozenset[str], int] = {}
         self._scope_sets: list[frozenset[str]] = []
         self._arena = VectorArena(dimension)
+        # Document hash -> a slot holding its vector: the registry's one in-memory copy of
+        # each document's vector is here (see `vector`), not beside the arena.
+        self._slot_of: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @property
@@ -167,6 +170,21 @@ class SegmentSpace:
     def vectors(self) -> NDArray[np.float32]:
         """The arena every slot of this space's segments points into (see `VectorArena`)."""
         return self._arena.data
+
+    def vector(self, key: str) -> NDArray[np.float32] | None:
+        """The vector of document hash `key` when a segment of this space holds it."""
+        with self._lock:
+            slot = self._slot_of.get(key)
+            return None if slot is None else self._arena.data[slot].copy()
+
+    def held_keys(self) -> list[str]:
+        """The document hashes whose vectors segments of this space hold."""
+        with self._lock:
+            return list(self._slot_of)
+
+    def holds(self, key: str) -> bool:
+        """Whether a segment of this space holds the vector of document hash `key`."""
+        return key in self._slot_of
 
     def segment(
         self,
@@ -204,12 +222,15 @@ class SegmentSpace:
                 codes = [self._code(source.entries[row].required_scopes) for row in order]
                 total = vectors.sum(axis=0, dtype=np.float64)
                 norm = float(np.linalg.norm(total))
+                keys = tuple(source.keys[row] for row in order)
+                slots = self._arena.append(vectors)
+                self._slot_of.update(zip(keys, slots.tolist(), strict=True))
                 made.append(
                     Segment(
                         name=source.name,
                         entries=tuple(source.entries[row] for row in order),
-                        keys=tuple(source.keys[row] for row in order),
-                        slots=self._arena.append(vectors),
+                        keys=keys,
+                        slots=slots,
                         postings=part,
                         scope_codes=np.asarray(codes, dtype=np.int32),
                         vector_sum=total,
@@ -231,11 +252,18 @@ class SegmentSpace:
 
     def renumbered(self, segments: Sequence[Segment]) -> list[Segment]:
         """`segments` with their vectors copied into a new arena, in order, for a full build
-        that nothing splices from (earlier snapshots keep the old arena)."""
+        that nothing splices from (earlier snapshots keep the old arena). Documents no longer
+        in any segment are forgotten (`vector` answers None for them)."""
         with self._lock:
             old = self._arena.data
             self._arena = VectorArena(self.dimension, max(sum(map(len, segments)), 1024))
-            return [
+            moved = [
                 replace(segment, slots=self._arena.append(old[segment.slots]))
                 for segment in segments
             ]
+            self._slot_of = {
+                key: slot
+                for segment in moved
+                for key, slot in zip(segment.keys, segment.slots.tolist(), strict=True)
+            }
+            return moved

@@ -33,7 +33,7 @@ class StoreError(CapregError):
     """The database cannot be used (wrong schema version, unreadable file)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class StoredTool:
     tool: Tool
     function_name: str
@@ -71,6 +71,15 @@ def tool_to_json(tool: Tool) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
+# Tools share a few scope sets (most have none): one object per distinct set, not per tool.
+_SCOPE_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def _shared(scopes: Iterable[str]) -> frozenset[str]:
+    wanted = frozenset(scopes)
+    return _SCOPE_SETS.setdefault(wanted, wanted) if len(_SCOPE_SETS) < 65_536 else wanted
+
+
 def tool_from_json(catalog: str, name: str, text: str) -> Tool:
     # orjson: a restart parses every stored tool (1.9 s with json at 100k, 0.9 s with orjson).
     data = orjson.loads(text)
@@ -83,7 +92,7 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
         annotations=data["annotations"],
         title=data["title"],
         tags=tuple(data["tags"]),
-        scopes=frozenset(data["scopes"]),
+        scopes=_shared(data["scopes"]),
         examples=tuple(data["examples"]),
         links=tuple(
             ToolLink(rel=link["rel"], target_id=link["target"], arguments=link["arguments"])
@@ -134,10 +143,13 @@ def stored_catalogs(
     as JSON, revision, source digest, workflows as JSON) and their tools' rows (catalog, name,
     data, function name, revision; in position order): the same for every backend."""
     by_catalog: dict[str, list[StoredTool]] = {}
+    # One string per catalog name, not one per tool row.
+    names: dict[str, str] = {}
     for catalog, name, data, function_name, revision in tool_rows:
-        by_catalog.setdefault(str(catalog), []).append(
+        catalog_name = names.setdefault(str(catalog), str(catalog))
+        by_catalog.setdefault(catalog_name, []).append(
             StoredTool(
-                tool=tool_from_json(str(catalog), str(name), str(data)),
+                tool=tool_from_json(catalog_name, str(name), str(data)),
                 function_name=str(function_name),
                 revision=int(revision),
             )
