@@ -10,6 +10,7 @@ Every search figure is against a real `capreg serve` over gRPC on loopback.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import random
@@ -34,6 +35,7 @@ from indexer.retrieval.tool_index import ToolIndex
 from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import APPROXIMATE_FROM, SearchSettings
 from registry.core import Registry
+from registry.heap import release_free_memory
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import SqliteStore
@@ -261,6 +263,11 @@ def main() -> None:
         compared = approximation(registry, queries)
         rate = cold_rate(embedder, tools)
         store.close()
+        # The server gets the machine's memory to itself (at a million tools each copy of
+        # the registry is gigabytes).
+        del registry, tools
+        gc.collect()
+        release_free_memory()
         served = measure_server(db, size, queries, WORKDIR / f"serve-{size}.log")
         row = {
             **built,
@@ -273,6 +280,21 @@ def main() -> None:
         print(row)
         rows.append(row)
     write_report(rows, args)
+
+
+# Issue 36 (a million tools on one machine): size -> (p50 / floor, start-up s, RSS MB,
+# one-tool change s).
+SCALE_TARGETS = {
+    10_000: (1.3, 1.5, 400, 0.05),
+    100_000: (1.3, 3.0, 700, 0.2),
+    1_000_000: (1.5, 20.0, 4_096, 0.5),
+}
+
+
+def bytes_per_tool(row: dict[str, Any]) -> float:
+    """The server's resident size over its tools (fixed costs included: the model is about
+    300 MB, so this falls with size)."""
+    return float(row["rss_mb"]) * 2**20 / int(row["size"])
 
 
 def target_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -291,30 +313,52 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
         shown = f"{value:,.{digits}f}{unit}"
         lines.append(f"| {target} | {shown} | {'yes' if ok else 'no'} | {bound} |")
 
-    for size, limit in ((10_000, 8.0), (100_000, 15.0)):
-        if size in by_size:
-            r = by_size[size]
-            p50 = r["uncached"][0]
-            add(
-                f"uncached p50 at {size:,} <= {limit:g} ms",
-                p50,
-                p50 <= limit,
-                f"floor {r['floor_ms']:.1f} ms (encode + search), {r['floor_intents_ms']:.1f} ms "
-                "with clauses",
-                " ms",
-            )
-    for r in rows:
+    # Issue 36's targets, by size: p50 / floor, start-up with everything stored, RSS (MB),
+    # one-tool change (s, median of 5).
+    for size, (ratio_limit, startup, rss, change) in SCALE_TARGETS.items():
+        if size not in by_size:
+            continue
+        r = by_size[size]
         ratio = r["uncached"][0] / r["floor_ms"]
         add(
-            f"p50 / floor at {r['size']:,} <= 1.3",
+            f"p50 / floor at {size:,} <= {ratio_limit:g}",
             ratio,
-            ratio <= 1.3,
+            ratio <= ratio_limit,
             f"ranking after the encode; {r['uncached'][0] / r['floor_intents_ms']:.2f} against "
             "the floor with clauses",
         )
-    if 100_000 in by_size and "ivf_recall_10" in by_size[100_000]:
-        recall = by_size[100_000]["ivf_recall_10"]
-        add("IVF recall@10 at 100,000 >= 0.99", recall, recall >= 0.99, "lists probed", digits=4)
+        add(
+            f"start-up at {size:,}, all stored <= {startup:g} s",
+            r["startup_s"],
+            r["startup_s"] <= startup,
+            "parsing stored tools, deriving texts, links and postings",
+            " s",
+        )
+        add(
+            f"RSS at {size:,} <= {rss:,} MB",
+            r["rss_mb"],
+            r["rss_mb"] <= rss,
+            f"{bytes_per_tool(r):,.0f} bytes a tool (python -m bench.memory: by module)",
+            " MB",
+            digits=0,
+        )
+        add(
+            f"one-tool change at {size:,} <= {change:g} s (median of 5)",
+            r["one_change_s"],
+            r["one_change_s"] <= change,
+            "copying the IVF lists and BM25 postings once per change",
+            " s",
+        )
+    for r in rows:
+        if "ivf_recall_10" in r:
+            recall = r["ivf_recall_10"]
+            add(
+                f"IVF recall@10 at {r['size']:,} >= 0.97",
+                recall,
+                recall >= 0.97,
+                "lists probed",
+                digits=4,
+            )
     worst_cached = max(r["cached"][0] for r in rows)
     add(
         "cached p50 <= 1 ms (worst size)",
@@ -344,23 +388,6 @@ def target_lines(rows: list[dict[str, Any]]) -> list[str]:
     add(
         ">= 80 tools/s cold registration (slowest size)", cold, cold >= 80, "model passes (float32)"
     )
-    if 100_000 in by_size:
-        r = by_size[100_000]
-        add(
-            "start-up with 100k stored <= 10 s",
-            r["startup_s"],
-            r["startup_s"] <= 10,
-            "parsing and indexing 100k tools",
-            " s",
-        )
-        add("RSS at 100k <= 1,500 MB", r["rss_mb"], r["rss_mb"] <= 1500, "vectors and tools", " MB")
-        add(
-            "one-tool change at 100k <= 0.3 s (median of 5)",
-            r["one_change_s"],
-            r["one_change_s"] <= 0.3,
-            "copying the IVF lists and BM25 postings once per change",
-            " s",
-        )
     return lines
 
 
@@ -381,8 +408,9 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "",
         "| tools | index | search p50 / p95 / p99 ms (uncached) | cached p50 / p95 / p99 ms "
         "| floor ms | p50 / floor | floor with clauses ms | p50 / that floor "
-        "| searches/s uncached 1 / 8 / 32 | cached 1 / 8 / 32 | start-up s | RSS MB |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| searches/s uncached 1 / 8 / 32 | cached 1 / 8 / 32 | start-up s | RSS MB "
+        "| RSS bytes per tool |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         u, c = r["uncached"], r["cached"]
@@ -393,7 +421,7 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"| {f(r['floor_intents_ms'])} | {f(u[0] / r['floor_intents_ms'], 2)} | "
             f"{f(r['uncached_1'], 0)} / {f(r['uncached_8'], 0)} / {f(r['uncached_32'], 0)} | "
             f"{f(r['cached_1'], 0)} / {f(r['cached_8'], 0)} / {f(r['cached_32'], 0)} | "
-            f"{f(r['startup_s'])} | {f(r['rss_mb'], 0)} |"
+            f"{f(r['startup_s'])} | {f(r['rss_mb'], 0)} | {f(bytes_per_tool(r), 0)} |"
         )
     lines += [
         "",
