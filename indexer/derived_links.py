@@ -146,6 +146,7 @@ def words_of(name: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", name))]
 
 
+@lru_cache(maxsize=1 << 16)
 def crud_name(name: str) -> tuple[str, str] | None:
     """(role, resource) when `name` is a CRUD verb and a resource, the resource's last word
     made singular: `list_tickets` -> ("list", "ticket"), `getCompany` -> ("get", "company")."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any
@@ -13,8 +14,12 @@ _SEPARATORS = re.compile(r"[_\-./:]+")
 MAX_PARAMETERS = 40
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def split_identifier(name: str) -> str:
-    """`getWeatherForecast` / `get_weather-forecast` -> `get weather forecast`."""
+    """`getWeatherForecast` / `get_weather-forecast` -> `get weather forecast`.
+
+    Remembered: parameter names repeat across tools (`query`, `limit`, `id`), and a restart
+    splits every tool's name and parameters again (a third of deriving document texts)."""
     spaced = _SEPARATORS.sub(" ", _CAMEL.sub(" ", name))
     return " ".join(spaced.lower().split())
 
