@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.derived_links import tool_links
+from indexer.derived_links import CatalogLinks
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
@@ -66,9 +66,10 @@ class LiveCatalog:
     @cached_property
     def entries(self) -> tuple[IndexedTool, ...]:
         """The catalog's tools as the index serves them (kept between snapshots), each with
-        its links: derived here from the catalog alone, so a restart derives the same."""
+        its links: derived from the catalog alone when first read, so a restart derives the
+        same."""
         catalog = self.stored.catalog
-        links = tool_links(catalog.tools)
+        links = CatalogLinks(catalog.tools)
         return tuple(
             IndexedTool(
                 tool=stored.tool,
@@ -77,7 +78,7 @@ class LiveCatalog:
                 catalog_title=catalog.title,
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,
-                links=links[stored.tool.name],
+                link_source=links.of,
             )
             for stored in self.stored.tools
         )

@@ -198,4 +198,4 @@ class Snapshot:
         may see. A link to an invisible tool is dropped exactly like one to a missing tool,
         so the answer is the same whether that tool exists or not."""
         kept = tuple(link for link in entry.links if self.index.get(link.target_id, viewer.allows))
-        return entry if len(kept) == len(entry.links) else replace(entry, links=kept)
+        return entry if len(kept) == len(entry.links) else replace(entry, link_source=kept)

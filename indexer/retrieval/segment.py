@@ -10,7 +10,7 @@ snapshot can be spliced from the previous one and the changed catalogs' segments
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -37,13 +37,20 @@ class IndexedTool:
     catalog_title: str
     catalog_version: str
     catalog_revision: int
-    # Declared and derived (indexer/derived_links.py), to any tool: who may follow which is decided
-    # when a schema is read (registry.snapshot.Snapshot.schemas).
-    links: tuple[ToolLink, ...] = ()
+    # Declared and derived (indexer/derived_links.py), to any tool: who may follow which is
+    # decided when a schema is read (registry.snapshot.Snapshot.schemas). Either the links, or
+    # what gives them by tool name when first read (a catalog's links are derived lazily:
+    # indexer.derived_links.CatalogLinks).
+    link_source: tuple[ToolLink, ...] | Callable[[str], tuple[ToolLink, ...]] = ()
 
     @property
     def id(self) -> str:
         return self.tool.id
+
+    @cached_property
+    def links(self) -> tuple[ToolLink, ...]:
+        source = self.link_source
+        return source if isinstance(source, tuple) else source(self.tool.name)
 
     @cached_property
     def name_words(self) -> frozenset[str]:

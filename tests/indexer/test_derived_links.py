@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.derived_links import FAMILY, FEEDS, crud_name, derive_links, singular, tool_links
+from indexer.derived_links import (
+    FAMILY,
+    FEEDS,
+    CatalogLinks,
+    crud_name,
+    derive_links,
+    singular,
+    tool_links,
+)
 from indexer.formats import parse_catalog
 from indexer.formats.rules import LINK_REL
 from indexer.model import MAX_LINKS, Tool, ToolLink
@@ -233,3 +241,16 @@ def test_a_tools_content_hash_changes_with_its_links_and_not_without_them() -> N
     # A tool without links hashes as it did before links existed (the value the previous
     # model gave), so an upgrade reports no change for catalogs that declare none.
     assert plain.content_hash() == BEFORE_LINKS
+
+
+def test_a_catalogs_links_derived_when_first_read_are_those_of_tool_links() -> None:
+    tools = [
+        tool("list_tickets", inputs=schema("status"), output=schema("ticket_id")),
+        tool("get_ticket", inputs=schema("ticket_id", required=("ticket_id",))),
+        tool("close_ticket", inputs=schema("ticket_id", required=("ticket_id",))),
+    ]
+    lazy = CatalogLinks(tools)
+    eager = tool_links(tools)
+    assert {t.name: lazy.of(t.name) for t in tools} == eager
+    assert lazy.of("list_tickets")  # the family and feeds links are there
+    assert lazy.of("no_such_tool") == ()
