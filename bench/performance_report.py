@@ -127,7 +127,7 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "# Performance",
         "",
         f"Command: `python -m bench.performance --sizes {args.sizes} --queries {args.queries}` "
-        "(`make bench`)  ",
+        f"(`{'make bench-1m' if args.sizes == '1000000' else 'make bench'}`)  ",
         f"Date: {datetime.now(UTC):%Y-%m-%d}; {platform.machine()}, 2 cores; server: "
         "`capreg serve` (default hybrid retriever, ONNX Runtime embedder; exact vector search "
         f"below {APPROXIMATE_FROM:,} tools, IVF from there), client in another process on "
