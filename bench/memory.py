@@ -117,7 +117,8 @@ def report(rows: list[tuple[int, Held, Held]], command: str) -> str:
         "lists from their size; resident = the process' growth over the load (after "
         "returning freed pages), the same difference: one process loads both stores, so it "
         "follows the allocator's state and moves from run to run (9.1 and 11.9 KB at 100,000 "
-        "tools in two runs whose counted bytes differed by 55); `make bench`'s RSS column is the serving process'.",
+        "tools in two runs whose counted bytes differed by 55); `make bench`'s RSS column "
+        "is the serving process'.",
         "",
     ]
     for size, small, large in rows:
