@@ -7,6 +7,7 @@ from pathlib import Path
 
 from indexer.evaluation.labeled_sets import CatalogSource, Dataset, LabeledQuery
 from indexer.evaluation.loaders import (
+    load_goal_requests,
     load_livemcpbench,
     load_mcp_agentstyle,
     load_metatool,
@@ -82,6 +83,8 @@ _LOADERS: dict[str, tuple[str, Callable[[Path], Dataset]]] = {
         "mcp-agentstyle",
         lambda folder: load_mcp_agentstyle(folder, "tuning"),
     ),
+    # Written for this project over the bundled catalogs and part A's servers; tuning only.
+    "goal-requests": ("mcp-agentstyle", load_goal_requests),
 }
 
 DATASET_NAMES: tuple[str, ...] = tuple(_LOADERS)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from indexer.evaluation.catalog_names import SlugAllocator
 from indexer.evaluation.labeled_sets import CatalogSource, Dataset, LabeledQuery
 
@@ -352,3 +354,54 @@ def load_mcp_agentstyle(folder: Path, part: Literal["tuning", "held-out"]) -> Da
         )
     name = "mcp-agentstyle" + (":tuning" if part == "tuning" else "")
     return Dataset(name=name, catalogs=catalogs, queries=tuple(queries))
+
+
+# --- goal-requests ----------------------------------------------------------------------------
+# Requests written for this project the way agents and their users ask (a goal, not the tool's
+# words), over the bundled catalogs (business services: CRM, finance, HR, legal, support,
+# identity, workspace, analytics, DevOps) and part A of mcp-agentstyle. Wholly a tuning set:
+# it is fitted on, and reported only as tuning figures.
+GOAL_REQUESTS = Path(__file__).parent / "goal_requests" / "requests.jsonl"
+BUNDLED_CATALOGS = Path(__file__).resolve().parents[2] / "catalogs"
+
+
+def load_goal_requests(
+    folder: Path, *, requests: Path = GOAL_REQUESTS, bundled: Path = BUNDLED_CATALOGS
+) -> Dataset:
+    """`folder` is mcp-agentstyle's (its part A catalogs); `bundled` the repository's own."""
+    part_a = load_mcp_agentstyle(folder, "tuning")
+    own = tuple(
+        _bundled_source(path)
+        for path in sorted(bundled.iterdir())
+        if path.suffix in (".json", ".yaml", ".yml")
+    )
+    catalogs = own + part_a.catalogs
+    known = {source.name for source in catalogs}
+    queries = []
+    for row in _read_jsonl(requests):
+        if row["kind"] not in AGENTSTYLE_KINDS:
+            raise ValueError(f"{requests}: query {row['id']}: unknown kind {row['kind']!r}")
+        unknown = sorted(
+            tool for tool in row["relevant"] if tool.partition("/")[0] not in known
+        )
+        if unknown:
+            raise ValueError(f"{requests}: query {row['id']}: unknown catalogs in {unknown}")
+        queries.append(
+            LabeledQuery(
+                id=row["id"],
+                query=row["query"],
+                relevant=frozenset(row["relevant"]),
+                kind=row["kind"],
+            )
+        )
+    return Dataset(name="goal-requests", catalogs=catalogs, queries=tuple(queries))
+
+
+def _bundled_source(path: Path) -> CatalogSource:
+    """A bundled catalog as JSON text in its own format (native YAML or an MCP tools list),
+    named by its file stem as `capreg serve --catalogs` names it."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    native = isinstance(document, dict) and document.get("capreg") == 1
+    return CatalogSource(
+        name=path.stem, content=json.dumps(document), format="native" if native else "mcp"
+    )
