@@ -381,9 +381,7 @@ def load_goal_requests(
     for row in _read_jsonl(requests):
         if row["kind"] not in AGENTSTYLE_KINDS:
             raise ValueError(f"{requests}: query {row['id']}: unknown kind {row['kind']!r}")
-        unknown = sorted(
-            tool for tool in row["relevant"] if tool.partition("/")[0] not in known
-        )
+        unknown = sorted(tool for tool in row["relevant"] if tool.partition("/")[0] not in known)
         if unknown:
             raise ValueError(f"{requests}: query {row['id']}: unknown catalogs in {unknown}")
         queries.append(
