@@ -340,10 +340,17 @@ def load_mcp_agentstyle(folder: Path, part: Literal["tuning", "held-out"]) -> Da
         CatalogSource(name=path.stem, content=path.read_text(encoding="utf-8"), format="mcp")
         for path in sorted((root / "catalogs").glob("*.json"))
     )
+    name = "mcp-agentstyle" + (":tuning" if part == "tuning" else "")
+    return Dataset(name=name, catalogs=catalogs, queries=_kinded_queries(root / "queries.jsonl"))
+
+
+def _kinded_queries(path: Path) -> tuple[LabeledQuery, ...]:
+    """The requests of a JSON-lines file in mcp-agentstyle's form: id, query, relevant ids and
+    one of AGENTSTYLE_KINDS."""
     queries = []
-    for row in _read_jsonl(root / "queries.jsonl"):
+    for row in _read_jsonl(path):
         if row["kind"] not in AGENTSTYLE_KINDS:
-            raise ValueError(f"{root}: query {row['id']}: unknown kind {row['kind']!r}")
+            raise ValueError(f"{path}: query {row['id']}: unknown kind {row['kind']!r}")
         queries.append(
             LabeledQuery(
                 id=row["id"],
@@ -352,8 +359,7 @@ def load_mcp_agentstyle(folder: Path, part: Literal["tuning", "held-out"]) -> Da
                 kind=row["kind"],
             )
         )
-    name = "mcp-agentstyle" + (":tuning" if part == "tuning" else "")
-    return Dataset(name=name, catalogs=catalogs, queries=tuple(queries))
+    return tuple(queries)
 
 
 # --- goal-requests ----------------------------------------------------------------------------
@@ -377,22 +383,12 @@ def load_goal_requests(
     )
     catalogs = own + part_a.catalogs
     known = {source.name for source in catalogs}
-    queries = []
-    for row in _read_jsonl(requests):
-        if row["kind"] not in AGENTSTYLE_KINDS:
-            raise ValueError(f"{requests}: query {row['id']}: unknown kind {row['kind']!r}")
-        unknown = sorted(tool for tool in row["relevant"] if tool.partition("/")[0] not in known)
+    queries = _kinded_queries(requests)
+    for query in queries:
+        unknown = sorted(tool for tool in query.relevant if tool.partition("/")[0] not in known)
         if unknown:
-            raise ValueError(f"{requests}: query {row['id']}: unknown catalogs in {unknown}")
-        queries.append(
-            LabeledQuery(
-                id=row["id"],
-                query=row["query"],
-                relevant=frozenset(row["relevant"]),
-                kind=row["kind"],
-            )
-        )
-    return Dataset(name="goal-requests", catalogs=catalogs, queries=tuple(queries))
+            raise ValueError(f"{requests}: query {query.id}: unknown catalogs in {unknown}")
+    return Dataset(name="goal-requests", catalogs=catalogs, queries=queries)
 
 
 def _bundled_source(path: Path) -> CatalogSource:
