@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from indexer.documents import load_document
 from indexer.evaluation.catalog_names import SlugAllocator
 from indexer.evaluation.labeled_sets import CatalogSource, Dataset, LabeledQuery
 
@@ -393,9 +392,10 @@ def load_goal_requests(
 
 def _bundled_source(path: Path) -> CatalogSource:
     """A bundled catalog as JSON text in its own format (native YAML or an MCP tools list),
-    named by its file stem as `capreg serve --catalogs` names it."""
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    native = isinstance(document, dict) and document.get("capreg") == 1
+    named by its file stem as `capreg serve --catalogs` names it. (Loaders hand text to
+    registration and do not parse formats: a native catalog is the one with `capreg: 1`.)"""
+    document = load_document(path.read_text(encoding="utf-8"))
+    native = isinstance(document, dict) and "capreg" in document
     return CatalogSource(
         name=path.stem, content=json.dumps(document), format="native" if native else "mcp"
     )
