@@ -365,7 +365,8 @@ def _kinded_queries(path: Path) -> tuple[LabeledQuery, ...]:
 # Requests written for this project the way agents and their users ask (a goal, not the tool's
 # words), over the bundled catalogs (business services: CRM, finance, HR, legal, support,
 # identity, workspace, analytics, DevOps) and part A of mcp-agentstyle. Wholly a tuning set:
-# it is fitted on, and reported only as tuning figures.
+# never reported as a held-out figure. It is not in TUNING_SETS: docs/experiments.md records
+# what fitting on it gave.
 GOAL_REQUESTS = Path(__file__).parent / "goal_requests" / "requests.jsonl"
 BUNDLED_CATALOGS = Path(__file__).resolve().parents[2] / "catalogs"
 
