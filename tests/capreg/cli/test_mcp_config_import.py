@@ -160,6 +160,12 @@ class Lines:
             lines.append(line)
 
 
+def _ctrl_c_stops() -> None:
+    # A shell without job control starts background jobs with SIGINT ignored, and the child
+    # inherits that: the test's Ctrl-C must reach the watch however the suite was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def watching(served: Served, tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     config = _write(tmp_path / "claude_desktop_config.json", {"time": TIME})
@@ -170,11 +176,13 @@ def watching(served: Served, tmp_path: Path) -> Iterator[tuple[Path, subprocess.
         stderr=subprocess.PIPE,
         text=True,
         env=_env(served.admin),
+        preexec_fn=_ctrl_c_stops,
     )
-    yield config, process
-    if process.poll() is None:
-        process.kill()
-        process.wait(timeout=30)
+    with process:  # closes the pipes however the test ended
+        yield config, process
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
 
 
 async def test_watch_imports_what_the_file_adds_or_changes_and_keeps_what_it_drops(
