@@ -1,4 +1,5 @@
-"""Hands the allocator's free pages back to the system after a bulk build.
+"""The heap around a bulk build: the cyclic collector paused while it runs, and the
+allocator's free pages handed back to the system after it.
 
 Loading a store parses every tool and builds the first snapshot: the parse's temporaries are
 freed, but glibc keeps the pages, and the process' resident size stays at its peak (about
@@ -11,7 +12,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-from collections.abc import Callable
+import gc
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 @functools.cache
@@ -32,3 +36,33 @@ def release_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+_pause_lock = threading.Lock()
+_pauses = 0
+_was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (nested and from any thread: it is back
+    on when the last block ends, if it was on before the first).
+
+    A bulk build makes millions of objects that all stay alive (every tool's schema as
+    dicts and lists), and each time their count grows by a quarter the collector walks every
+    one of them to find no garbage: 2.0 of 5.7 s of loading 100,000 tools here. Reference
+    counting still frees what the build drops; only cycles wait for the next collection.
+    """
+    global _pauses, _was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()

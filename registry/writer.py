@@ -26,7 +26,7 @@ from indexer.retrieval.vector_index import Partition
 from registry.catalog_diff import CatalogDiff, diff_catalog
 from registry.document_vectors import DocumentVectors
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
-from registry.heap import release_free_memory
+from registry.heap import collector_paused, release_free_memory
 from registry.indexing import LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
 from registry.snapshot import Snapshot
@@ -97,7 +97,7 @@ class Writer:
         """Restores every stored catalog and publishes the first snapshot; embeds only what
         the store lacks (nothing, unless the model or the document text changed)."""
         started = time.perf_counter()
-        with self._lock:
+        with self._lock, collector_paused():
             texts: dict[str, str] = {}
             if isinstance(self._store, SharedStore):
                 # The catalogs and the generation from one snapshot of the database.
@@ -345,13 +345,16 @@ class Writer:
 
         Each change is still its own transaction; searches meanwhile see the snapshot from
         before the block. Loading hundreds of catalogs otherwise rebuilds hundreds of times.
+        The cyclic collector is paused for the block (`registry.heap.collector_paused`): a
+        batch is bounded (a RegisterCatalogs call, a folder, a watch round).
         """
         with self._lock:
             self._deferred = 0
         try:
-            yield
+            with collector_paused():
+                yield
         finally:
-            with self._lock:
+            with self._lock, collector_paused():
                 generation, self._deferred = self._deferred, None
                 if generation:
                     self._rebuild(generation, force=True)
