@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import functools
 import gc
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
-@functools.cache
-def _trim() -> Callable[[int], int] | None:
+def _find_trim() -> Callable[[int], int] | None:
+    # find_library runs `ldconfig -p`: a process forked from one holding a million tools'
+    # heap took 4.4 s to start, so the function is found once, at import, while it is small.
     name = ctypes.util.find_library("c")
     if name is None:
         return None
@@ -29,9 +29,12 @@ def _trim() -> Callable[[int], int] | None:
         return None
 
 
+_TRIM = _find_trim()
+
+
 def release_free_memory() -> bool:
     """Returns freed heap pages to the system; False where the C library cannot."""
-    trim = _trim()
+    trim = _TRIM
     if trim is None:
         return False
     trim(0)

@@ -136,20 +136,29 @@ class SnapshotBuilder:
         """Each catalog's segment, making those not made yet together."""
         new = [catalog for catalog in catalogs if catalog.segment is None]
         if new:
-            dimension = self._dimension
+            # Every new catalog's vectors in one array, each catalog's rows a view of it (one
+            # array call, not one per catalog: a start-up makes thousands).
+            every = [vectors[doc_hash] for catalog in new for doc_hash in catalog.doc_hashes]
+            matrix = (
+                np.stack(every).astype(np.float32, copy=False)
+                if every
+                else np.zeros((0, self._dimension), dtype=np.float32)
+            )
             sources = []
+            start = 0
             for catalog in new:
-                rows = [vectors[doc_hash] for doc_hash in catalog.doc_hashes]
-                matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+                end = start + len(catalog.doc_hashes)
                 sources.append(
                     SegmentSource(
                         catalog.stored.catalog.name,
                         catalog.entries,
-                        matrix,
+                        matrix[start:end],
                         catalog.doc_hashes,
                         catalog.documents,
                     )
                 )
+                start = end
+            del every
             for catalog, segment in zip(new, self._space.segments(sources), strict=True):
                 catalog.segment = segment
                 catalog.documents = ()

@@ -143,6 +143,21 @@ class VectorArena:
             grown[: self._used] = self._data[: self._used]
             self._data = grown
 
+    def append_parts(
+        self, parts: Sequence[tuple[NDArray[np.float32], Sequence[int]]]
+    ) -> list[NDArray[np.int64]]:
+        """Writes each part's rows, in its order (`matrix[order]`), at the next free slots,
+        one part after another; returns each part's slots (consecutive)."""
+        self.reserve(sum(len(order) for _, order in parts))
+        made = []
+        for matrix, order in parts:
+            start, end = self._used, self._used + len(order)
+            if len(order):
+                self._data[start:end] = matrix[order]
+            made.append(np.arange(start, end, dtype=np.int64))
+            self._used = end
+        return made
+
     def append(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
         """Writes `vectors` at the next free slots and returns those slots."""
         self.reserve(len(vectors))
@@ -214,24 +229,23 @@ class SegmentSpace:
             ):
                 raise ValueError("one vector, key and document per tool is required")
             order = sorted(range(len(entries)), key=lambda row: entries[row].id)
-            vectors = np.ascontiguousarray(
-                source.matrix[order] if order else np.zeros((0, self.dimension)),
-                dtype=np.float32,
-            )
-            ordered.append((source, order, vectors))
+            ordered.append((source, order, source.matrix))
         with self._lock:
             postings = Postings.of_many(
                 [[s.documents[row] for row in order] for s, order, _ in ordered], self.vocabulary
             )
-            self._arena.reserve(sum(len(vectors) for _, _, vectors in ordered))
+            # Every new vector written once, straight to its slot: a start-up makes thousands
+            # of small segments, and a copy per step added up (a million tools: 1.5 GB each).
+            slot_parts = self._arena.append_parts([(matrix, order) for _, order, matrix in ordered])
+            arena = self._arena.data
             made = []
-            for (source, order, vectors), part in zip(ordered, postings, strict=True):
+            for (source, order, _), part, slots in zip(ordered, postings, slot_parts, strict=True):
                 codes = [self._code(source.entries[row].required_scopes) for row in order]
-                total = vectors.sum(axis=0, dtype=np.float64)
-                norm = float(np.linalg.norm(total))
                 keys = tuple(source.keys[row] for row in order)
-                slots = self._arena.append(vectors)
                 self._slot_of.update(zip(keys, slots.tolist(), strict=True))
+                rows = arena[slots[0] : slots[-1] + 1] if len(slots) else arena[:0]
+                total = rows.sum(axis=0, dtype=np.float64)
+                norm = float(np.linalg.norm(total))
                 made.append(
                     Segment(
                         name=source.name,

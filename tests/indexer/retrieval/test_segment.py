@@ -1,0 +1,51 @@
+"""Segments made together (a start-up's thousands at once) equal segments made one by one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from indexer.retrieval.segment import SegmentSource, SegmentSpace
+from tests.indexer.retrieval.test_assembly import DIMENSION, make_segment
+
+
+def sources_of(space: SegmentSpace, plan: list[tuple[str, int, int]]) -> list[SegmentSource]:
+    """The sources `make_segment` would use, taken from segments made in a scratch space."""
+    made = [make_segment(space, name, count, seed) for name, count, seed in plan]
+    return [
+        SegmentSource(
+            segment.name,
+            segment.entries[::-1],  # out of id order: the space sorts them
+            space.vectors[segment.slots][::-1],
+            segment.keys[::-1],
+            [f"{e.tool.catalog}: {e.tool.name} {e.tool.description}" for e in segment.entries][
+                ::-1
+            ],
+        )
+        for segment in made
+    ]
+
+
+def test_segments_made_together_equal_those_made_one_at_a_time() -> None:
+    # Empty catalogs between full ones, first and last: the per-segment sums skip them.
+    plan = [("ab", 0, 1), ("crm", 5, 2), ("hr", 0, 3), ("x", 1, 4), ("ab0", 6, 5), ("z", 0, 6)]
+    sources = sources_of(SegmentSpace(DIMENSION), plan)
+    together_space, apart_space = SegmentSpace(DIMENSION), SegmentSpace(DIMENSION)
+    together = together_space.segments(sources)
+    apart = [apart_space.segments([source])[0] for source in sources]
+    assert together_space.vocabulary == apart_space.vocabulary
+    for one, other in zip(together, apart, strict=True):
+        assert one.keys == other.keys
+        assert [e.id for e in one.entries] == sorted(e.id for e in one.entries)
+        assert [e.id for e in one.entries] == [e.id for e in other.entries]
+        np.testing.assert_array_equal(
+            together_space.vectors[one.slots], apart_space.vectors[other.slots]
+        )
+        np.testing.assert_allclose(one.vector_sum, other.vector_sum, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(one.centroid, other.centroid, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(one.scope_codes, other.scope_codes)
+        np.testing.assert_array_equal(one.postings.terms, other.postings.terms)
+        np.testing.assert_array_equal(one.postings.tf, other.postings.tf)
+        assert len(one) == 0 or abs(float(np.linalg.norm(one.centroid)) - 1.0) < 1e-6
+        assert one.slots.base is None  # its own array: nothing else kept alive by it
+    for key in (key for segment in together for key in segment.keys):
+        np.testing.assert_array_equal(together_space.vector(key), apart_space.vector(key))
