@@ -106,6 +106,33 @@ _DIRECTIVES = [
     ),
 ]
 _PATTERNS = [(re.compile(p, re.IGNORECASE | re.DOTALL), what) for p, what in _DIRECTIVES]
+# For ASCII text, the literals each pattern cannot match without (one of them, lowercased, is
+# in the text or in its whitespace-collapsed form): a pattern runs only when one is there.
+# Registering 100,000 tools ran 17 million pattern searches, a third of its time; almost
+# every text of an honest catalog has none of these. Non-ASCII text runs every pattern: with
+# IGNORECASE a pattern matches letters lower() does not give (dotless i, long s, the Kelvin
+# sign). None: the pattern always runs; (): it cannot match ASCII text.
+# tests/indexer/formats/test_lint_needles.py holds the two ways equal.
+_NEEDLES: list[tuple[str, ...] | None] = [
+    ("ignore", "disregard", "forget", "override"),
+    ("<",),
+    ("<!--",),
+    ("do not", "don't", "never"),
+    ("without",),
+    ("you are now", "you must now", "from now on", "new instructions", "system prompt"),
+    ("using", "calling"),
+    ("instead of",),
+    ("~/.ssh", "id_rsa", ".aws/credentials", "/etc/passwd", "mcp.json", ".cursor/"),
+    ("http",),
+    ("http",),
+    None,  # the encoded blob: a character class, no literal
+    ("ignor", "olvida", "oublie", "vergiss"),
+    (),
+    (),
+    (),
+    ("digas", "informes", "dis pas", "nicht", "non dirlo"),
+]
+assert len(_NEEDLES) == len(_PATTERNS)
 _POINTER = re.compile(r"#(/[A-Za-z0-9_.~%$-]*)*")
 # Keys that are JSON Schema's own vocabulary: served, but fixed words that carry nothing.
 # fmt: off
@@ -297,7 +324,15 @@ def _find_directives(text: str) -> Iterator[str]:
     normal = unicodedata.normalize("NFKC", text)
     # Whitespace collapsed, so a directive split across lines reads as one sentence.
     joined = " ".join(normal.split())
-    for pattern, what in _PATTERNS:
+    # Both forms, apart: a literal is in one or the other, never across the two.
+    lowered = f"{normal}\n{joined}".lower() if normal.isascii() else None
+    for (pattern, what), needles in zip(_PATTERNS, _NEEDLES, strict=True):
+        if (
+            lowered is not None
+            and needles is not None
+            and not any(needle in lowered for needle in needles)
+        ):
+            continue
         match = pattern.search(normal) or pattern.search(joined)
         if match:
             snippet = " ".join(match.group(0).split())[:_SNIPPET]
