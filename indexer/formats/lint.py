@@ -133,6 +133,9 @@ _NEEDLES: list[tuple[str, ...] | None] = [
     ("digas", "informes", "dis pas", "nicht", "non dirlo"),
 ]
 assert len(_NEEDLES) == len(_PATTERNS)
+# (literal, pattern index) for one pass over all literals; the patterns that always run.
+_LITERALS = [(needle, i) for i, needles in enumerate(_NEEDLES) for needle in needles or ()]
+_ALWAYS = frozenset(i for i, needles in enumerate(_NEEDLES) if needles is None)
 _POINTER = re.compile(r"#(/[A-Za-z0-9_.~%$-]*)*")
 # Keys that are JSON Schema's own vocabulary: served, but fixed words that carry nothing.
 # fmt: off
@@ -325,13 +328,13 @@ def _find_directives(text: str) -> Iterator[str]:
     # Whitespace collapsed, so a directive split across lines reads as one sentence.
     joined = " ".join(normal.split())
     # Both forms, apart: a literal is in one or the other, never across the two.
-    lowered = f"{normal}\n{joined}".lower() if normal.isascii() else None
-    for (pattern, what), needles in zip(_PATTERNS, _NEEDLES, strict=True):
-        if (
-            lowered is not None
-            and needles is not None
-            and not any(needle in lowered for needle in needles)
-        ):
+    if normal.isascii():
+        lowered = f"{normal}\n{joined}".lower()
+        runs = _ALWAYS.union([i for needle, i in _LITERALS if needle in lowered])
+    else:
+        runs = frozenset(range(len(_PATTERNS)))
+    for index, (pattern, what) in enumerate(_PATTERNS):
+        if index not in runs:
             continue
         match = pattern.search(normal) or pattern.search(joined)
         if match:
