@@ -324,7 +324,7 @@ def _remembered_directives(text: str) -> tuple[str, ...]:
 def _find_directives(text: str) -> Iterator[str]:
     # Compatibility forms folded (fullwidth letters, ligatures, circled and styled letters
     # read as their plain letters), so the patterns see what the model reads.
-    normal = unicodedata.normalize("NFKC", text)
+    normal = text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII: as is
     # Whitespace collapsed, so a directive split across lines reads as one sentence.
     joined = " ".join(normal.split())
     # Both forms, apart: a literal is in one or the other, never across the two.
