@@ -229,17 +229,17 @@ class SegmentSpace:
             ):
                 raise ValueError("one vector, key and document per tool is required")
             order = sorted(range(len(entries)), key=lambda row: entries[row].id)
-            ordered.append((source, order, source.matrix))
+            ordered.append((source, order))
         with self._lock:
             postings = Postings.of_many(
-                [[s.documents[row] for row in order] for s, order, _ in ordered], self.vocabulary
+                [[s.documents[row] for row in order] for s, order in ordered], self.vocabulary
             )
             # Every new vector written once, straight to its slot: a start-up makes thousands
             # of small segments, and a copy per step added up (a million tools: 1.5 GB each).
-            slot_parts = self._arena.append_parts([(matrix, order) for _, order, matrix in ordered])
+            slot_parts = self._arena.append_parts([(s.matrix, order) for s, order in ordered])
             arena = self._arena.data
             made = []
-            for (source, order, _), part, slots in zip(ordered, postings, slot_parts, strict=True):
+            for (source, order), part, slots in zip(ordered, postings, slot_parts, strict=True):
                 codes = [self._code(source.entries[row].required_scopes) for row in order]
                 keys = tuple(source.keys[row] for row in order)
                 self._slot_of.update(zip(keys, slots.tolist(), strict=True))
