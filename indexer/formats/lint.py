@@ -136,6 +136,7 @@ assert len(_NEEDLES) == len(_PATTERNS)
 # (literal, pattern index) for one pass over all literals; the patterns that always run.
 _LITERALS = [(needle, i) for i, needles in enumerate(_NEEDLES) for needle in needles or ()]
 _ALWAYS = frozenset(i for i, needles in enumerate(_NEEDLES) if needles is None)
+_EVERY = frozenset(range(len(_PATTERNS)))
 _POINTER = re.compile(r"#(/[A-Za-z0-9_.~%$-]*)*")
 # Keys that are JSON Schema's own vocabulary: served, but fixed words that carry nothing.
 # fmt: off
@@ -324,15 +325,15 @@ def _remembered_directives(text: str) -> tuple[str, ...]:
 def _find_directives(text: str) -> Iterator[str]:
     # Compatibility forms folded (fullwidth letters, ligatures, circled and styled letters
     # read as their plain letters), so the patterns see what the model reads.
-    normal = text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII: as is
+    ascii_text = text.isascii()
+    normal = text if ascii_text else unicodedata.normalize("NFKC", text)  # ASCII: as is
     # Whitespace collapsed, so a directive split across lines reads as one sentence.
     joined = " ".join(normal.split())
-    # Both forms, apart: a literal is in one or the other, never across the two.
-    if normal.isascii():
+    runs = _EVERY
+    if normal.isascii():  # also text the fold made ASCII (fullwidth letters)
+        # Both forms, apart: a literal is in one or the other, never across the two.
         lowered = f"{normal}\n{joined}".lower()
         runs = _ALWAYS.union([i for needle, i in _LITERALS if needle in lowered])
-    else:
-        runs = frozenset(range(len(_PATTERNS)))
     for index, (pattern, what) in enumerate(_PATTERNS):
         if index not in runs:
             continue
@@ -340,7 +341,7 @@ def _find_directives(text: str) -> Iterator[str]:
         if match:
             snippet = " ".join(match.group(0).split())[:_SNIPPET]
             yield f"contains {what} ('{snippet}'), {POISONING}"
-    if text.isascii():
+    if ascii_text:
         # No look-alike letters in ASCII, and the only invisible characters are controls:
         # most texts skip a Unicode-database lookup per character.
         hidden = sorted(set(_ASCII_INVISIBLE.findall(text)))
@@ -352,7 +353,7 @@ def _find_directives(text: str) -> Iterator[str]:
             f"contains invisible characters ({codes}) that can hide text from reviewers, "
             f"{POISONING}"
         )
-    mixed = None if text.isascii() else _mixed_script_word(normal)
+    mixed = None if ascii_text else _mixed_script_word(normal)
     if mixed:
         yield (
             f"has a word mixing alphabets ('{mixed[:_SNIPPET]}'): look-alike letters "
