@@ -4,6 +4,7 @@ it finds exactly what running every pattern finds."""
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -14,103 +15,26 @@ from indexer.formats import lint
 ROOT = Path(__file__).resolve().parents[3]
 
 # Pieces of the patterns and of honest text, in any case, glued by any whitespace.
+# fmt: off
 PIECES = [
-    "ignore",
-    "IGNORE",
-    "Disregard",
-    "forget",
-    "override",
-    "previous",
-    "all",
-    "your",
-    "instructions",
-    "prompt",
-    "rules",
-    "<important>",
-    "</SYSTEM>",
-    "< admin >",
-    "<!--",
-    "-->",
-    "do not",
-    "don't",
-    "Never",
-    "tell",
-    "reveal",
-    "the user",
-    "anyone",
-    "without",
-    "telling",
-    "asking",
-    "human",
-    "you are",
-    "now",
-    "you must",
-    "from now on",
-    "new",
-    "system prompt",
-    "before",
-    "after",
-    "when",
-    "using",
-    "calling",
-    "this",
-    "other",
-    "tool",
-    "functions",
-    "read",
-    "send",
-    "upload",
-    "instead of",
-    "any",
-    "tools",
-    "~/.ssh",
-    "id_rsa",
-    ".aws/credentials",
-    "/etc/passwd",
-    "mcp.json",
-    ".cursor/",
-    "post",
-    "exfiltrate",
-    "to",
-    "at",
-    "https://",
-    "http://x.io/?q={{",
-    "${secret}",
-    "{user_id}",
-    "=<",
-    "ignora",
-    "ignores",
-    "ignoriere",
-    "olvida",
-    "oublie",
-    "vergiss",
-    "instrucciones",
-    "anweisungen",
-    "précédentes",
-    "no le digas",
-    "ne dis pas",
-    "sage es nicht",
-    "non dirlo",
-    "usuario",
-    "benutzer",
-    "weather",
-    "forecast",
-    "returns",
-    "a city",
-    ".",
-    ",",
-    "(",
-    ")",
-    "_",
-    "-",
+    "ignore", "IGNORE", "Disregard", "forget", "override", "previous", "all", "your",
+    "instructions", "prompt", "rules", "<important>", "</SYSTEM>", "< admin >", "<!--", "-->",
+    "do not", "don't", "Never", "tell", "reveal", "the user", "anyone", "without", "telling",
+    "asking", "human", "you are", "now", "you must", "from now on", "new", "system prompt",
+    "before", "after", "when", "using", "calling", "this", "other", "tool", "functions", "read",
+    "send", "upload", "instead of", "any", "tools", "~/.ssh", "id_rsa", ".aws/credentials",
+    "/etc/passwd", "mcp.json", ".cursor/", "post", "exfiltrate", "to", "at", "https://",
+    "http://x.io/?q={{", "${secret}", "{user_id}", "=<", "ignora", "ignores", "ignoriere",
+    "olvida", "oublie", "vergiss", "instrucciones", "anweisungen", "précédentes", "no le digas",
+    "ne dis pas", "sage es nicht", "non dirlo", "usuario", "benutzer", "weather", "forecast",
+    "returns", "a city", ".", ",", "(", ")", "_", "-",
 ]
+# fmt: on
 SPACES = [" ", "  ", "\n", " \n ", "\t", ""]
 
 
 def every_pattern(text: str) -> list[str]:
     """What `_find_directives` reports from its patterns, running every one of them."""
-    import unicodedata
-
     normal = unicodedata.normalize("NFKC", text)
     joined = " ".join(normal.split())
     found = []
