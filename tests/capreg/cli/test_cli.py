@@ -7,12 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from registry.auth.authentication import RELOAD_INTERVAL_SECONDS
 from tests.conftest import CATALOGS, DATA, copy_db
 from tests.support.server_process import free_port, wait_serving
 
@@ -144,6 +146,10 @@ def test_keys_added_while_serving_take_effect_and_scope_the_caller(served: Serve
     assert reader not in served.keys.read_text()
     listed = _capreg("keys", "list", "--keys", keys)
     assert "hr-bot  scopes: hr:read" in listed.stdout
+    # The server looks at the keys file at most once per interval: a request after one has
+    # passed since the key was added is the first that must see it (quick CLI calls on a
+    # loaded machine came in sooner and were refused).
+    time.sleep(RELOAD_INTERVAL_SECONDS + 0.1)
     catalogs = _capreg("catalogs", "--server", served.address, "--api-key", reader)
     assert catalogs.stdout.split()[0] == "hr"
     assert len(catalogs.stdout.strip().splitlines()) == 1
