@@ -69,3 +69,21 @@ def collector_paused() -> Iterator[None]:
             _pauses -= 1
             if _pauses == 0 and _was_enabled:
                 gc.enable()
+
+
+@contextmanager
+def lasting_build() -> Iterator[None]:
+    """A build whose objects live as long as the process (a load): the collector is paused
+    while it runs, as in `collector_paused`, and at its end what is alive is moved out of the
+    collector's reach (`gc.freeze`) without being walked.
+
+    Turned back on, the collector would first walk every object the load made (1.0 s at
+    100,000 tools here, and a second full walk 0.7 s) to find a handful of cycles (20
+    objects). What existed before is collected first, while the heap is small, so no garbage
+    from before is frozen with it. Frozen objects are still freed by reference counting; only
+    cycles among them stay until the process ends.
+    """
+    gc.collect()
+    with collector_paused():
+        yield
+        gc.freeze()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from registry.heap import collector_paused
+from registry.heap import collector_paused, lasting_build
 
 
 @pytest.fixture
@@ -63,3 +63,23 @@ def test_a_collector_that_was_off_stays_off() -> None:
     finally:
         if was:
             gc.enable()
+
+
+def test_a_lasting_build_leaves_what_it_made_out_of_the_collectors_reach(
+    collector_on: None,
+) -> None:
+    gc.unfreeze()
+    with lasting_build():
+        assert not gc.isenabled()
+        made = [{"tool": i} for i in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(made)
+    gc.unfreeze()
+
+
+def test_a_failed_lasting_build_freezes_nothing(collector_on: None) -> None:
+    gc.unfreeze()
+    with pytest.raises(RuntimeError), lasting_build():
+        raise RuntimeError("the load failed")
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
