@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -16,10 +16,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.derived_links import CatalogLinks
-from indexer.retrieval.document import document_hash, document_text
+from indexer.retrieval.document import document_text
+from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
+from registry.catalog_image import CatalogImage, decode
 from registry.snapshot import CatalogView
 from registry.store import Store, StoredCatalog
 
@@ -28,25 +30,48 @@ logger = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class LiveCatalog:
-    """A stored catalog with the document texts and hashes of its tools, in the same order."""
+    """A stored catalog with its image: its tools' document hashes and tokenised documents, in
+    the same order (`registry.catalog_image`)."""
 
     stored: StoredCatalog
-    # Until the catalog's segment is made from them; then dropped (about 0.3 KB a tool that
-    # nothing reads again: a changed catalog is a new LiveCatalog).
-    documents: tuple[str, ...]
     doc_hashes: tuple[str, ...]
+    # Until the catalog's segment is made from them; then dropped (nothing reads them again:
+    # a changed catalog is a new LiveCatalog).
+    tokens: Tokenised | None
     view: CatalogView = field(init=False)
     # The catalog's share of a snapshot, made on the first snapshot that holds it.
     segment: Segment | None = None
+    # The stored image did not fit (none stored, or derived another way): it was derived
+    # from the tools, and the writer stores it (`image`).
+    derived: bool = False
 
     @classmethod
     def of(cls, stored: StoredCatalog) -> LiveCatalog:
-        documents = tuple(document_text(t.tool, stored.catalog.title) for t in stored.tools)
+        """From the stored image when it fits, else derived from the tools."""
+        image = decode(stored.image, len(stored.tools))
+        derived = image is None
+        if image is None:
+            image = CatalogImage.of_documents(
+                [document_text(t.tool, stored.catalog.title) for t in stored.tools]
+            )
         return cls(
-            stored=stored,
-            documents=documents,
-            doc_hashes=tuple(document_hash(text) for text in documents),
+            # The image's bytes are read once: the decoded form is what is kept.
+            stored=replace(stored, image=b"") if stored.image else stored,
+            doc_hashes=image.doc_hashes,
+            tokens=image.tokens,
+            derived=derived,
         )
+
+    def image(self) -> bytes:
+        """The stored form of this catalog's image (while its tokens are held)."""
+        if self.tokens is None:
+            raise ValueError(f"{self.stored.catalog.name}: its tokens were already dropped")
+        return CatalogImage(self.doc_hashes, self.tokens).encode()
+
+    def document(self, row: int) -> str:
+        """The text the `row`-th tool is embedded by (derived again: only a vector missing
+        from the store needs it)."""
+        return document_text(self.stored.tools[row].tool, self.stored.catalog.title)
 
     def __post_init__(self) -> None:
         catalog = self.stored.catalog
@@ -82,6 +107,28 @@ class LiveCatalog:
             )
             for stored in self.stored.tools
         )
+
+
+class DocumentTexts(Mapping[str, str]):
+    """Document hash -> text over some live catalogs, each text derived only when read (a
+    restart needs the texts of vectors missing from the store alone, usually none)."""
+
+    def __init__(self, catalogs: Sequence[LiveCatalog]) -> None:
+        self._where = {
+            doc_hash: (catalog, row)
+            for catalog in catalogs
+            for row, doc_hash in enumerate(catalog.doc_hashes)
+        }
+
+    def __getitem__(self, doc_hash: str) -> str:
+        catalog, row = self._where[doc_hash]
+        return catalog.document(row)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 class SnapshotBuilder:
@@ -136,32 +183,24 @@ class SnapshotBuilder:
         """Each catalog's segment, making those not made yet together."""
         new = [catalog for catalog in catalogs if catalog.segment is None]
         if new:
-            # Every new catalog's vectors in one array, each catalog's rows a view of it (one
-            # array call, not one per catalog: a start-up makes thousands).
-            every = [vectors[doc_hash] for catalog in new for doc_hash in catalog.doc_hashes]
-            matrix = (
-                np.stack(every).astype(np.float32, copy=False)
-                if every
-                else np.zeros((0, self._dimension), dtype=np.float32)
-            )
             sources = []
-            start = 0
             for catalog in new:
-                end = start + len(catalog.doc_hashes)
+                if catalog.tokens is None:
+                    raise ValueError(f"{catalog.stored.catalog.name}: no tokens to index")
+                # Each vector is written once, into the arena (a start-up makes thousands of
+                # segments, and a matrix of them all first cost one more copy of every vector).
                 sources.append(
                     SegmentSource(
                         catalog.stored.catalog.name,
                         catalog.entries,
-                        matrix[start:end],
+                        [vectors[doc_hash] for doc_hash in catalog.doc_hashes],
                         catalog.doc_hashes,
-                        catalog.documents,
+                        catalog.tokens,
                     )
                 )
-                start = end
-            del every
             for catalog, segment in zip(new, self._space.segments(sources), strict=True):
                 catalog.segment = segment
-                catalog.documents = ()
+                catalog.tokens = None
         return [catalog.segment for catalog in catalogs if catalog.segment is not None]
 
     def _partition_for(self, segments: Sequence[Segment], size: int) -> Partition:

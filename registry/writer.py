@@ -22,12 +22,14 @@ from indexer.embedding import Embedder
 from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog
+from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.vector_index import Partition
 from registry.catalog_diff import CatalogDiff, diff_catalog
+from registry.catalog_image import CatalogImage
 from registry.document_vectors import DocumentVectors
 from registry.errors import CatalogNotFound, InvalidRequest, NotReady
-from registry.heap import collector_paused, release_free_memory
-from registry.indexing import LiveCatalog, SnapshotBuilder
+from registry.heap import collector_paused, lasting_build, release_free_memory
+from registry.indexing import DocumentTexts, LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
 from registry.snapshot import Snapshot
 from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog
@@ -99,18 +101,13 @@ class Writer:
         """Restores every stored catalog and publishes the first snapshot; embeds only what
         the store lacks (nothing, unless the model or the document text changed)."""
         started = time.perf_counter()
-        with self._lock, collector_paused():
-            texts: dict[str, str] = {}
-            if isinstance(self._store, SharedStore):
-                # The catalogs and the generation from one snapshot of the database.
-                changes = self._store.changes_since(-1)
-                catalogs, loaded = changes.changed, changes.generation
-            else:
-                catalogs, loaded = self._store.catalogs(), self._store.generation()
+        with self._lock, lasting_build():
+            catalogs, loaded = self._stored()
             entries = [LiveCatalog.of(stored) for stored in catalogs]
-            for entry in entries:
-                texts.update(zip(entry.doc_hashes, entry.documents, strict=True))
-            embedded = self._vectors.restore(texts)
+            # Their images' bytes are decoded: nothing holds them past this point.
+            del catalogs
+            embedded = self._vectors.restore(DocumentTexts(entries))
+            self._store_images(entries)
             self._live = live = LiveCatalogs(entries, loaded)
             self._applied = loaded
             tools = self._rebuild(loaded)
@@ -122,6 +119,27 @@ class Writer:
             time.perf_counter() - started,
             embedded,
         )
+
+    def _stored(self) -> tuple[list[StoredCatalog], int]:
+        """Every stored catalog and the generation they are at."""
+        if isinstance(self._store, SharedStore):
+            # The catalogs and the generation from one snapshot of the database.
+            changes = self._store.changes_since(-1)
+            return changes.changed, changes.generation
+        return self._store.catalogs(), self._store.generation()
+
+    def _store_images(self, entries: list[LiveCatalog]) -> None:
+        """Stores the images derived while loading (a store written before images, or by a
+        capreg that derives texts or tokens another way), so the next start reads them."""
+        derived = [entry for entry in entries if entry.derived]
+        if not derived:
+            return
+        stored = self._store.put_images(
+            [(e.stored.catalog.name, e.stored.revision, e.image()) for e in derived]
+        )
+        for entry in derived:
+            entry.derived = False
+        logger.info("stored the images of %d catalogs", stored)
 
     @property
     def embedded_total(self) -> int:
@@ -163,8 +181,7 @@ class Writer:
             ):
                 continue  # this replica's own write, or one it has already applied
             entry = LiveCatalog.of(stored)
-            texts = dict(zip(entry.doc_hashes, entry.documents, strict=True))
-            missing = self._vectors.embed_missing(texts)
+            missing = self._vectors.embed_missing(DocumentTexts([entry]))
             if missing:  # the writer stores its vectors in the same transaction
                 logger.warning("%d vectors missing from the store, embedded here", len(missing))
                 self._vectors.add(missing)
@@ -286,6 +303,7 @@ class Writer:
             self._keep_source(current, digest)
             return self._nothing_changed(current.stored, diff.unchanged)
         new_vectors = self._vectors.embed_missing(diff.missing_documents(self._vectors))
+        image = CatalogImage(diff.doc_hashes, Tokenised.of(diff.documents))
         generation = self._store.replace_catalog(
             catalog,
             diff.revision,
@@ -294,13 +312,14 @@ class Writer:
             new_vectors,
             source_digest=digest,
             replaces=diff.replaces,
+            image=image.encode(),
         )
         self._advance(generation)
         self._vectors.add(new_vectors)
         stored = StoredCatalog(
             catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
         )
-        entry = LiveCatalog(stored=stored, documents=diff.documents, doc_hashes=diff.doc_hashes)
+        entry = LiveCatalog(stored=stored, doc_hashes=diff.doc_hashes, tokens=image.tokens)
         self._live.take(current, entry, generation)
         self._rebuild(generation)
         _log_registered(diff, len(new_vectors), generation)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -93,6 +94,44 @@ def _tokens(text: str) -> list[str]:
 Vocabulary = dict[str, int]
 
 
+@functools.lru_cache(maxsize=8192)
+def _document_tokens(text: str) -> tuple[str, ...]:
+    # Remembered: the same server registered under several names has the same texts.
+    return tuple(_tokens(text))
+
+
+@dataclass(frozen=True, eq=False)
+class Tokenised:
+    """Some documents' tokens as ids into their own list of terms: each document's ids, one
+    document after another (`ids`), and how many each has (`lengths`). Independent of any
+    vocabulary, so it can be stored with its catalog and a restart tokenises nothing
+    (`registry.catalog_image`)."""
+
+    terms: tuple[str, ...]
+    ids: NDArray[np.int32]
+    lengths: NDArray[np.int32]
+
+    def __post_init__(self) -> None:
+        if int(self.lengths.sum()) != len(self.ids) or (
+            len(self.ids) and not 0 <= int(self.ids.min()) <= int(self.ids.max()) < len(self.terms)
+        ):
+            raise ValueError("token ids do not fit their terms and lengths")
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @classmethod
+    def of(cls, documents: Sequence[str]) -> Tokenised:
+        local: dict[str, int] = {}
+        ids: list[int] = []
+        lengths = np.zeros(len(documents), dtype=np.int32)
+        for row, text in enumerate(documents):
+            found = _document_tokens(text)
+            ids.extend([local.setdefault(t, len(local)) for t in found])
+            lengths[row] = len(found)
+        return cls(tuple(local), np.asarray(ids, dtype=np.int32), lengths)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Postings:
     """Some documents as BM25 postings: term id, document row (counted from the part's first
@@ -107,45 +146,61 @@ class Postings:
     @classmethod
     def of(cls, documents: Sequence[str], vocabulary: Vocabulary) -> Postings:
         """Tokenises `documents`, giving new terms the next ids of `vocabulary`."""
-        return cls.of_many([documents], vocabulary)[0]
+        tokenised = Tokenised.of(documents)
+        return cls.of_many([(tokenised, np.arange(len(tokenised)))], vocabulary)[0]
 
     @classmethod
-    def of_many(cls, parts: Sequence[Sequence[str]], vocabulary: Vocabulary) -> list[Postings]:
-        """`of` for each of `parts`, with one sort for all of them (a start-up makes
-        thousands of small parts: one pass spares thousands of array calls)."""
-        ids: list[int] = []
-        sizes = [len(documents) for documents in parts]
-        lengths = np.zeros(sum(sizes), dtype=np.int64)
-        # A text is tokenised once however often it occurs (the same server mirrored under
-        # several names has the same document texts).
-        seen: dict[str, list[int]] = {}
-        row = 0
-        for documents in parts:
-            for text in documents:
-                found = seen.get(text)
-                if found is None:
-                    found = seen[text] = [
-                        vocabulary.setdefault(t, len(vocabulary)) for t in _tokens(text)
-                    ]
-                ids.extend(found)
-                lengths[row] = len(found)
-                row += 1
-        width = max(len(vocabulary), 1)
-        docs_of = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        pairs, tf = np.unique(docs_of * width + np.asarray(ids, dtype=np.int64), return_counts=True)
-        docs, terms = pairs // width, pairs % width
+    def of_many(
+        cls, parts: Sequence[tuple[Tokenised, NDArray[np.int64]]], vocabulary: Vocabulary
+    ) -> list[Postings]:
+        """Each part's postings, its documents in the rows given beside it (`rows[i]`: the
+        row of the part's i-th document), with one sort for all of them (a start-up makes
+        thousands of small parts: one pass spares thousands of array calls). Terms new to
+        `vocabulary` get its next ids."""
+        sizes = [len(tokenised) for tokenised, _ in parts]
         bounds = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-        cuts = np.searchsorted(docs, bounds).tolist()
+        for tokenised, rows in parts:
+            if len(rows) != len(tokenised):
+                raise ValueError("one row per tokenised document is required")
+        # Every part's terms in one list, mapped to the vocabulary in one pass (a start-up
+        # joins thousands of parts: per-part array calls added up), new terms in first-seen
+        # order.
+        names = [term for tokenised, _ in parts for term in tokenised.terms]
+        for name in dict.fromkeys(names):
+            vocabulary.setdefault(name, len(vocabulary))
+        known = np.fromiter(map(vocabulary.__getitem__, names), dtype=np.int64, count=len(names))
+        term_offsets = np.cumsum([0] + [len(t.terms) for t, _ in parts[:-1]], dtype=np.int64)
+        counts = [len(tokenised.ids) for tokenised, _ in parts]
+        ids = known[
+            _concatenate([tokenised.ids for tokenised, _ in parts])
+            + np.repeat(term_offsets, counts)
+        ]
+        placed = _concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
+        placed += np.repeat(bounds[:-1], sizes)
+        token_counts = _concatenate([tokenised.lengths for tokenised, _ in parts])
+        lengths = np.zeros(int(bounds[-1]), dtype=np.int64)
+        lengths[placed] = token_counts
+        docs_of = np.repeat(placed, token_counts)
+        width = max(len(vocabulary), 1)
+        pairs, counted = np.unique(docs_of * width + ids, return_counts=True)
+        docs, terms = pairs // width, pairs % width
+        cuts = np.searchsorted(docs, bounds)
+        # By part, then term, then row: one sort for all parts.
+        part_of = np.repeat(np.arange(len(parts), dtype=np.int64), np.diff(cuts))
+        order = np.lexsort((docs, terms, part_of))
+        docs = (docs - np.repeat(bounds[:-1], np.diff(cuts)))[order].astype(np.int32)
+        terms = terms[order].astype(np.int32)
+        tf = counted[order].astype(np.int32)
+        cut = cuts.tolist()
         made = []
         for index in range(len(parts)):
-            start, end, first = cuts[index], cuts[index + 1], int(bounds[index])
-            part_terms, part_docs = terms[start:end], docs[start:end] - first
-            order = np.lexsort((part_docs, part_terms))
+            start, end, first = cut[index], cut[index + 1], int(bounds[index])
             made.append(
                 cls(
-                    terms=part_terms[order].astype(np.int32),
-                    docs=part_docs[order].astype(np.int32),
-                    tf=tf[start:end][order].astype(np.int32),
+                    # Copies: a part outlives the others when its catalog alone is kept.
+                    terms=terms[start:end].copy(),
+                    docs=docs[start:end].copy(),
+                    tf=tf[start:end].copy(),
                     lengths=lengths[first : first + sizes[index]],
                 )
             )

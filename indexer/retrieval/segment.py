@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from indexer.model import Tool, ToolLink
 from indexer.retrieval.document import summary
 from indexer.retrieval.features import property_names, words_of
-from indexer.retrieval.lexical import Postings, Vocabulary
+from indexer.retrieval.lexical import Postings, Tokenised, Vocabulary
 
 # Past this many slots per live vector, a full build renumbers the slots (a long history of
 # changes would otherwise grow the arena without bound).
@@ -102,15 +102,21 @@ class Segment:
         return {entry.id: row for row, entry in enumerate(self.entries)}
 
 
+# A segment's vectors, one row per tool: a matrix, or the rows apart (a start-up reads each
+# vector on its own; the arena is the first place they are written together).
+Rows = NDArray[np.float32] | Sequence[NDArray[np.float32]]
+
+
 @dataclass(frozen=True)
 class SegmentSource:
-    """What a segment is made from: `matrix`, `keys` and `documents` follow `entries`."""
+    """What a segment is made from: `matrix`, `keys` and the tokenised documents follow
+    `entries`."""
 
     name: str
     entries: Sequence[IndexedTool]
-    matrix: NDArray[np.float32]
+    matrix: Rows
     keys: Sequence[str]
-    documents: Sequence[str]
+    tokens: Tokenised
 
 
 class VectorArena:
@@ -143,17 +149,20 @@ class VectorArena:
             grown[: self._used] = self._data[: self._used]
             self._data = grown
 
-    def append_parts(
-        self, parts: Sequence[tuple[NDArray[np.float32], Sequence[int]]]
-    ) -> list[NDArray[np.int64]]:
-        """Writes each part's rows, in its order (`matrix[order]`), at the next free slots,
-        one part after another; returns each part's slots (consecutive)."""
+    def append_parts(self, parts: Sequence[tuple[Rows, Sequence[int]]]) -> list[NDArray[np.int64]]:
+        """Writes each part's rows, in its order (`rows[order]`), at the next free slots,
+        one part after another, straight into the arena; returns each part's slots
+        (consecutive)."""
         self.reserve(sum(len(order) for _, order in parts))
         made = []
-        for matrix, order in parts:
+        for rows, order in parts:
             start, end = self._used, self._used + len(order)
             if len(order):
-                self._data[start:end] = matrix[order]
+                target = self._data[start:end]
+                if isinstance(rows, np.ndarray):
+                    np.take(rows, np.asarray(order, dtype=np.int64), axis=0, out=target)
+                else:
+                    np.stack([rows[row] for row in order], out=target)
             made.append(np.arange(start, end, dtype=np.int64))
             self._used = end
         return made
@@ -217,23 +226,24 @@ class SegmentSpace:
         documents: Sequence[str],
     ) -> Segment:
         """A segment for catalog `name`; `matrix`, `keys` and `documents` follow `entries`."""
-        return self.segments([SegmentSource(name, entries, matrix, keys, documents)])[0]
+        tokens = Tokenised.of(documents)
+        return self.segments([SegmentSource(name, entries, matrix, keys, tokens)])[0]
 
     def segments(self, sources: Sequence[SegmentSource]) -> list[Segment]:
-        """A segment for each source, tokenised together (see `Postings.of_many`)."""
+        """A segment for each source, their postings made together (see `Postings.of_many`)."""
         ordered = []
+        placed = []
         for source in sources:
             entries = source.entries
-            if not (
-                len(entries) == len(source.matrix) == len(source.keys) == len(source.documents)
-            ):
+            if not (len(entries) == len(source.matrix) == len(source.keys) == len(source.tokens)):
                 raise ValueError("one vector, key and document per tool is required")
             order = sorted(range(len(entries)), key=lambda row: entries[row].id)
             ordered.append((source, order))
+            place = np.empty(len(order), dtype=np.int64)
+            place[order] = np.arange(len(order), dtype=np.int64)
+            placed.append((source.tokens, place))
         with self._lock:
-            postings = Postings.of_many(
-                [[s.documents[row] for row in order] for s, order in ordered], self.vocabulary
-            )
+            postings = Postings.of_many(placed, self.vocabulary)
             # Every new vector written once, straight to its slot: a start-up makes thousands
             # of small segments, and a copy per step added up (a million tools: 1.5 GB each).
             slot_parts = self._arena.append_parts([(s.matrix, order) for s, order in ordered])

@@ -310,10 +310,19 @@ class VectorIndex:
             return self._matrix
 
     def rows(self, rows: NDArray[np.signedinteger[Any]]) -> NDArray[np.float32]:
-        """The vectors of `rows` (a copy)."""
+        """The vectors of `rows`: a copy, or a read-only view when they lie in consecutive
+        slots (as a whole index does after a full build: a million tools' gather was 1.5 GB
+        more at its peak)."""
         if self._matrix is not None:
             return np.ascontiguousarray(self._matrix[rows])
-        return np.ascontiguousarray(self._store[self._slots[rows]])
+        slots = self._slots[rows]
+        if len(slots) > 1 and slots[-1] - slots[0] == len(slots) - 1:
+            first = int(slots[0])
+            if np.array_equal(slots, np.arange(first, first + len(slots))):
+                view = self._store[first : first + len(slots)]
+                view.flags.writeable = False
+                return view
+        return np.ascontiguousarray(self._store[slots])
 
     def _chunked_sum(
         self, part: Callable[[NDArray[np.float32]], NDArray[np.float64]]

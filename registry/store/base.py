@@ -50,6 +50,9 @@ class StoredCatalog:
     tools: tuple[StoredTool, ...]
     # What the catalog was last registered from (see Writer.register); "" when unknown.
     source_digest: str = ""
+    # What its segment is made from besides tools and vectors (`registry.catalog_image`),
+    # as stored with this revision; empty when none was.
+    image: bytes = b""
 
 
 def tool_to_json(tool: Tool) -> str:
@@ -140,8 +143,9 @@ def stored_catalogs(
     catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]]
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
-    as JSON, revision, source digest, workflows as JSON) and their tools' rows (catalog, name,
-    data, function name, revision; in position order): the same for every backend."""
+    as JSON, revision, source digest, workflows as JSON, image or None) and their tools' rows
+    (catalog, name, data, function name, revision; in position order): the same for every
+    backend."""
     by_catalog: dict[str, list[StoredTool]] = {}
     # One string per catalog name, not one per tool row.
     names: dict[str, str] = {}
@@ -155,7 +159,8 @@ def stored_catalogs(
             )
         )
     result = []
-    for name, title, description, version, fmt, scopes, revision, digest, flows in catalog_rows:
+    for row in catalog_rows:
+        name, title, description, version, fmt, scopes, revision, digest, flows, image = row
         tools = tuple(by_catalog.get(str(name), ()))
         catalog = Catalog(
             name=str(name),
@@ -169,7 +174,11 @@ def stored_catalogs(
         )
         result.append(
             StoredCatalog(
-                catalog=catalog, revision=int(revision), tools=tools, source_digest=str(digest)
+                catalog=catalog,
+                revision=int(revision),
+                tools=tools,
+                source_digest=str(digest),
+                image=bytes(image) if image else b"",
             )
         )
     return result
@@ -237,10 +246,17 @@ class Store(Protocol):
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        image: bytes = b"",
     ) -> int:
-        """Stores `catalog` in place of any previous version, with the vectors it adds, in
-        one transaction; returns the new generation. With `replaces`, the stored revision must
-        still be that one (0: none stored), else `StaleCatalog` and nothing changes."""
+        """Stores `catalog` in place of any previous version, with the vectors it adds and its
+        image, in one transaction; returns the new generation. With `replaces`, the stored
+        revision must still be that one (0: none stored), else `StaleCatalog` and nothing
+        changes."""
+        ...
+
+    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
+        """Stores each (catalog name, revision, image) whose revision is still the stored one,
+        in one transaction (no generation change); returns how many were."""
         ...
 
     def set_source_digest(self, name: str, digest: str) -> None:

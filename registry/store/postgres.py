@@ -34,7 +34,7 @@ from registry.store.base import (
 )
 
 logger = logging.getLogger(__name__)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 NOTIFY_CHANNEL = "capreg_generation"
 # Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
 _LOCK_SPACE = 0x0CA9
@@ -93,6 +93,8 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
     ),
     # Declared workflows, as a JSON list (empty for catalogs stored before workflows existed).
     2: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS workflows TEXT NOT NULL DEFAULT '[]'",),
+    # The catalog's image (registry/catalog_image.py); NULL until one is written.
+    3: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS image BYTEA",),
 }
 
 
@@ -239,7 +241,8 @@ class PostgresStore:
             current = int(str(row[0])) if row else 0
             catalog_rows = conn.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest, workflows FROM catalogs WHERE generation > %s ORDER BY name",
+                " source_digest, workflows, image FROM catalogs WHERE generation > %s"
+                " ORDER BY name",
                 (generation,),
             ).fetchall()
             tool_rows = conn.execute(
@@ -327,6 +330,7 @@ class PostgresStore:
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        image: bytes = b"",
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
         generation. With `replaces`, the stored revision must still be that one (0: no
@@ -345,13 +349,14 @@ class PostgresStore:
             conn.execute("DELETE FROM tools WHERE catalog=%s", (catalog.name,))
             conn.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at, source_digest, workflows)"
-                " VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " revision, updated_at, source_digest, workflows, image)"
+                " VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
                 " revision=excluded.revision, updated_at=excluded.updated_at,"
-                " source_digest=excluded.source_digest, workflows=excluded.workflows",
+                " source_digest=excluded.source_digest, workflows=excluded.workflows,"
+                " image=excluded.image",
                 (
                     catalog.name,
                     catalog.title,
@@ -363,6 +368,7 @@ class PostgresStore:
                     now,
                     source_digest,
                     workflows_to_json(catalog.workflows),
+                    image or None,
                 ),
             )
             conn.execute("DELETE FROM tombstones WHERE name=%s", (catalog.name,))
@@ -387,6 +393,19 @@ class PostgresStore:
                 "UPDATE catalogs SET generation=%s WHERE name=%s", (generation, catalog.name)
             )
             return generation
+
+    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
+        """Stores each (catalog, revision, image) whose revision is still the stored one, in
+        one transaction; returns how many were (the generation stays: replicas already hold
+        what an image derives)."""
+        with self._pool.connection() as conn, conn.transaction():
+            return sum(
+                conn.execute(
+                    "UPDATE catalogs SET image=%s WHERE name=%s AND revision=%s",
+                    (image, name, revision),
+                ).rowcount
+                for name, revision, image in images
+            )
 
     def set_source_digest(self, name: str, digest: str) -> None:
         """Records another source that gives the same catalog (no generation change)."""

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from registry.store.base import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
@@ -38,6 +38,8 @@ _MIGRATIONS = {
     2: "ALTER TABLE catalogs ADD COLUMN source_digest TEXT NOT NULL DEFAULT ''",
     # Declared workflows, as a JSON list (empty for catalogs stored before workflows existed).
     3: "ALTER TABLE catalogs ADD COLUMN workflows TEXT NOT NULL DEFAULT '[]'",
+    # The catalog's image (registry/catalog_image.py); NULL until one is written.
+    4: "ALTER TABLE catalogs ADD COLUMN image BLOB",
 }
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -54,7 +56,8 @@ CREATE TABLE IF NOT EXISTS catalogs (
     revision INTEGER NOT NULL,
     updated_at TEXT NOT NULL,
     source_digest TEXT NOT NULL DEFAULT '',
-    workflows TEXT NOT NULL DEFAULT '[]'
+    workflows TEXT NOT NULL DEFAULT '[]',
+    image BLOB
 );
 CREATE TABLE IF NOT EXISTS tools (
     catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
@@ -192,7 +195,7 @@ class SqliteStore:
         with self._lock:
             catalog_rows = self._db.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest, workflows FROM catalogs ORDER BY name"
+                " source_digest, workflows, image FROM catalogs ORDER BY name"
             ).fetchall()
             tool_rows = self._db.execute(
                 "SELECT catalog, name, data, function_name, revision "
@@ -263,6 +266,7 @@ class SqliteStore:
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        image: bytes = b"",
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
         generation (`replaces`: see the Store protocol)."""
@@ -279,13 +283,14 @@ class SqliteStore:
             db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
             db.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at, source_digest, workflows)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                " revision, updated_at, source_digest, workflows, image)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
                 " revision=excluded.revision, updated_at=excluded.updated_at,"
-                " source_digest=excluded.source_digest, workflows=excluded.workflows",
+                " source_digest=excluded.source_digest, workflows=excluded.workflows,"
+                " image=excluded.image",
                 (
                     catalog.name,
                     catalog.title,
@@ -297,6 +302,7 @@ class SqliteStore:
                     now,
                     source_digest,
                     workflows_to_json(catalog.workflows),
+                    image or None,
                 ),
             )
             db.executemany(
@@ -315,6 +321,18 @@ class SqliteStore:
                 ],
             )
             return self._bump_generation(db)
+
+    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
+        """Stores each (catalog, revision, image) whose revision is still the stored one, in
+        one transaction; returns how many were."""
+        with self._transaction() as db:
+            return sum(
+                db.execute(
+                    "UPDATE catalogs SET image=? WHERE name=? AND revision=?",
+                    (image, name, revision),
+                ).rowcount
+                for name, revision, image in images
+            )
 
     def set_source_digest(self, name: str, digest: str) -> None:
         """Records another source that gives the same catalog (no generation change)."""

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from indexer.model import Tool
 from indexer.retrieval import segment
+from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import IndexedTool, SegmentSource, SegmentSpace
 from registry.core import Registry
 from registry.store import SqliteStore
@@ -61,9 +62,13 @@ def test_a_space_answers_for_the_documents_its_live_segments_hold() -> None:
     kept, _ = space.segments(
         [
             SegmentSource(
-                "a", [entry("a", "x"), entry("a", "y")], matrix[:2], ["hx", "hy"], ["x", "y"]
+                "a",
+                [entry("a", "x"), entry("a", "y")],
+                matrix[:2],
+                ["hx", "hy"],
+                Tokenised.of(["x", "y"]),
             ),
-            SegmentSource("b", [entry("b", "z")], matrix[2:], ["hz"], ["z"]),
+            SegmentSource("b", [entry("b", "z")], matrix[2:], ["hz"], Tokenised.of(["z"])),
         ]
     )
     assert np.array_equal(held(space, "hy"), matrix[1])

@@ -150,11 +150,13 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path, embedder: Counti
     with sqlite3.connect(path) as db:  # the layout version 1 had
         db.execute("ALTER TABLE catalogs DROP COLUMN source_digest")
         db.execute("ALTER TABLE catalogs DROP COLUMN workflows")
+        db.execute("ALTER TABLE catalogs DROP COLUMN image")
         db.execute("PRAGMA user_version=1")
     store = SqliteStore(path)
     assert [c.catalog.name for c in store.catalogs()] == ["mini"]
     assert store.catalogs()[0].source_digest == ""
     assert store.catalogs()[0].catalog.workflows == ()
+    assert store.catalogs()[0].image == b""
     store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

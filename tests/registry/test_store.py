@@ -155,17 +155,36 @@ def test_workflows_are_stored_with_their_catalog(store: Store) -> None:
     assert got.catalog.workflows == (flow,)
 
 
-def test_a_postgres_database_of_version_1_gains_the_workflows_column(postgres_dsn: str) -> None:
+def test_a_postgres_database_of_version_1_gains_the_later_columns(postgres_dsn: str) -> None:
     PostgresStore(postgres_dsn).close()
     with psycopg.connect(postgres_dsn) as conn:  # the layout version 1 had
         conn.execute("ALTER TABLE catalogs DROP COLUMN workflows")
+        conn.execute("ALTER TABLE catalogs DROP COLUMN image")
         conn.execute("UPDATE capreg_schema SET version = 1")
     migrated = PostgresStore(postgres_dsn)
     crm = catalog("crm", ["find_customer"])
     migrated.replace_catalog(crm, 1, stored(crm), MODEL, {})
-    assert migrated.schema_version() == POSTGRES_SCHEMA == 2
-    assert migrated.catalogs()[0].catalog.workflows == ()
+    assert migrated.schema_version() == POSTGRES_SCHEMA == 3
+    [got] = migrated.catalogs()
+    assert got.catalog.workflows == ()
+    assert got.image == b""
     migrated.close()
+
+
+def test_an_image_is_stored_with_its_revision_and_only_for_it(store: Store) -> None:
+    crm = catalog("crm", ["find_customer"])
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {}, image=b"first")
+    assert store.catalogs()[0].image == b"first"
+    generation = store.generation()
+    # An image derived from revision 1 is not stored over revision 2's.
+    store.replace_catalog(crm, 2, stored(crm, 2), MODEL, {})
+    assert store.catalogs()[0].image == b""
+    assert store.put_images([("crm", 1, b"stale"), ("gone", 1, b"x")]) == 0
+    assert store.catalogs()[0].image == b""
+    assert store.put_images([("crm", 2, b"second")]) == 1
+    assert store.catalogs()[0].image == b"second"
+    # Writing an image is not a change a replica must take in.
+    assert store.generation() == generation + 1
 
 
 def test_a_tool_stored_before_links_existed_loads_without_links() -> None:

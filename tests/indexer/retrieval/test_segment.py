@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import SegmentSource, SegmentSpace
 from tests.indexer.retrieval.test_assembly import DIMENSION, make_segment
 
@@ -17,9 +18,11 @@ def sources_of(space: SegmentSpace, plan: list[tuple[str, int, int]]) -> list[Se
             segment.entries[::-1],  # out of id order: the space sorts them
             space.vectors[segment.slots][::-1],
             segment.keys[::-1],
-            [f"{e.tool.catalog}: {e.tool.name} {e.tool.description}" for e in segment.entries][
-                ::-1
-            ],
+            Tokenised.of(
+                [f"{e.tool.catalog}: {e.tool.name} {e.tool.description}" for e in segment.entries][
+                    ::-1
+                ]
+            ),
         )
         for segment in made
     ]

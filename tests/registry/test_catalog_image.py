@@ -1,0 +1,142 @@
+"""A catalog's image (document hashes and tokens) is stored with its revision, so a restart
+derives neither again; an image that does not fit is derived afresh and stored back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from indexer.retrieval.document import document_hash
+from indexer.retrieval.lexical import Tokenised
+from registry import catalog_image, indexing
+from registry.catalog_image import CatalogImage, decode
+from registry.core import Registry
+from registry.store import SqliteStore
+from tests.conftest import DATA, CountingEmbedder
+
+MINI = (DATA / "mini.yaml").read_text()
+QUERY = "will it rain in Paris tomorrow"
+
+
+def renamed(name: str) -> str:
+    document = yaml.safe_load(MINI)
+    document["name"] = name
+    return yaml.safe_dump(document)
+
+
+def test_an_image_reads_back_as_it_was_written() -> None:
+    documents = ["Weather: get forecast\nThe forecast for a city", "", "São Paulo café x"]
+    image = CatalogImage.of_documents(documents)
+    back = decode(image.encode(), len(documents))
+    assert back is not None
+    assert back.doc_hashes == tuple(document_hash(text) for text in documents)
+    assert back.tokens.terms == image.tokens.terms
+    assert np.array_equal(back.tokens.ids, image.tokens.ids)
+    assert back.tokens.lengths.tolist() == [len(Tokenised.of([t]).ids) for t in documents]
+
+
+def test_an_image_of_more_terms_than_two_bytes_count_keeps_every_id() -> None:
+    documents = [
+        " ".join(f"w{i}" for i in range(start, start + 1000)) for start in range(0, 70_000, 1000)
+    ]
+    image = CatalogImage.of_documents(documents)
+    back = decode(image.encode(), len(documents))
+    assert back is not None
+    assert len(back.tokens.terms) == 70_000
+    assert np.array_equal(back.tokens.ids, image.tokens.ids)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda blob: blob[:4] + bytes(16) + blob[20:], id="another-derivation"),
+        pytest.param(lambda blob: blob[:-3], id="cut-short"),
+        pytest.param(lambda blob: b"XXXX" + blob[4:], id="not-an-image"),
+        pytest.param(lambda _blob: b"", id="none-stored"),
+    ],
+)
+def test_an_image_that_does_not_fit_is_not_used(damage: Callable[[bytes], bytes]) -> None:
+    blob = CatalogImage.of_documents(["alpha beta", "gamma"]).encode()
+    assert decode(damage(blob), 2) is None
+
+
+def test_an_image_for_another_tool_count_is_not_used() -> None:
+    blob = CatalogImage.of_documents(["alpha beta", "gamma"]).encode()
+    assert decode(blob, 3) is None
+
+
+def test_token_ids_past_the_terms_are_refused() -> None:
+    with pytest.raises(ValueError, match="do not fit"):
+        Tokenised(("a",), np.array([0, 1], dtype=np.int32), np.array([2], dtype=np.int32))
+
+
+def restart(path: Path, embedder: CountingEmbedder) -> tuple[Registry, SqliteStore]:
+    store = SqliteStore(path)
+    registry = Registry(store, embedder)
+    registry.load()
+    return registry, store
+
+
+def stored_images(path: Path) -> dict[str, bytes | None]:
+    with sqlite3.connect(path) as db:
+        return dict(db.execute("SELECT name, image FROM catalogs").fetchall())
+
+
+def test_a_restart_reads_the_images_and_derives_no_document(
+    tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store.db"
+    registry, store = restart(path, embedder)
+    registry.register(MINI)
+    registry.register(renamed("other"))
+    before = [(h.entry.id, round(h.score, 5)) for h in registry.search(QUERY).hits]
+    store.close()
+
+    def no_derivation(*_args: object) -> str:
+        raise AssertionError("a document text was derived again")
+
+    monkeypatch.setattr(indexing, "document_text", no_derivation)
+    restarted, store = restart(path, embedder)
+    assert [(h.entry.id, round(h.score, 5)) for h in restarted.search(QUERY).hits] == before
+    store.close()
+
+
+def test_a_store_without_images_is_derived_and_given_them(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    path = tmp_path / "store.db"
+    registry, store = restart(path, embedder)
+    registry.register(MINI)
+    before = [(h.entry.id, round(h.score, 5)) for h in registry.search(QUERY).hits]
+    written = stored_images(path)
+    store.close()
+    with sqlite3.connect(path) as db:  # as a store written before images existed
+        db.execute("UPDATE catalogs SET image = NULL")
+    restarted, store = restart(path, embedder)
+    assert [(h.entry.id, round(h.score, 5)) for h in restarted.search(QUERY).hits] == before
+    assert stored_images(path) == written
+    store.close()
+
+
+def test_an_image_derived_another_way_is_replaced(
+    tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store.db"
+    with monkeypatch.context() as patched:
+        patched.setattr(catalog_image, "FINGERPRINT", bytes(16))
+        registry, store = restart(path, embedder)
+        registry.register(MINI)
+        store.close()
+    [old] = stored_images(path).values()
+    assert old is not None
+    assert decode(old, len(yaml.safe_load(MINI)["tools"])) is None
+    registry, store = restart(path, embedder)
+    [new] = stored_images(path).values()
+    assert decode(new, len(yaml.safe_load(MINI)["tools"])) is not None
+    assert registry.search(QUERY).hits
+    store.close()
