@@ -30,14 +30,16 @@ logger = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class LiveCatalog:
-    """A stored catalog with its image: its tools' document hashes and tokenised documents, in
-    the same order (`registry.catalog_image`)."""
+    """A stored catalog with what its image gives each tool, in the same order: its document
+    hash, tokenised document and required scopes (`registry.catalog_image`)."""
 
     stored: StoredCatalog
     doc_hashes: tuple[str, ...]
     # Until the catalog's segment is made from them; then dropped (nothing reads them again:
     # a changed catalog is a new LiveCatalog).
     tokens: Tokenised | None
+    # The tools' own scopes, as the image gives them (read without parsing a schema).
+    own_scopes: tuple[frozenset[str], ...]
     view: CatalogView = field(init=False)
     # The catalog's share of a snapshot, made on the first snapshot that holds it.
     segment: Segment | None = None
@@ -51,14 +53,23 @@ class LiveCatalog:
         image = decode(stored.image, len(stored.tools))
         derived = image is None
         if image is None:
-            image = CatalogImage.of_documents(
-                [document_text(t.tool, stored.catalog.title) for t in stored.tools]
-            )
-        return cls(
+            image = CatalogImage.of_tools(stored.catalog.tools, stored.catalog.title)
+        return cls.with_image(
             # The image's bytes are read once: the decoded form is what is kept.
-            stored=replace(stored, image=b"") if stored.image else stored,
+            replace(stored, image=b"") if stored.image else stored,
+            image,
+            derived=derived,
+        )
+
+    @classmethod
+    def with_image(
+        cls, stored: StoredCatalog, image: CatalogImage, *, derived: bool = False
+    ) -> LiveCatalog:
+        return cls(
+            stored=stored,
             doc_hashes=image.doc_hashes,
             tokens=image.tokens,
+            own_scopes=image.scopes,
             derived=derived,
         )
 
@@ -66,12 +77,19 @@ class LiveCatalog:
         """The stored form of this catalog's image (while its tokens are held)."""
         if self.tokens is None:
             raise ValueError(f"{self.stored.catalog.name}: its tokens were already dropped")
-        return CatalogImage(self.doc_hashes, self.tokens).encode()
+        return CatalogImage(self.doc_hashes, self.tokens, self.own_scopes).encode()
 
     def document(self, row: int) -> str:
         """The text the `row`-th tool is embedded by (derived again: only a vector missing
         from the store needs it)."""
         return document_text(self.stored.tools[row].tool, self.stored.catalog.title)
+
+    @cached_property
+    def required_scopes(self) -> tuple[frozenset[str], ...]:
+        """Each tool's required scopes: the catalog's, and its own (`Catalog.required_scopes`,
+        from the image's scopes: no schema is parsed)."""
+        default = self.stored.catalog.default_scopes
+        return tuple(default | own if own else default for own in self.own_scopes)
 
     def __post_init__(self) -> None:
         catalog = self.stored.catalog
@@ -81,9 +99,7 @@ class LiveCatalog:
             description=catalog.description,
             version=catalog.version,
             revision=self.stored.revision,
-            scope_counts=MappingProxyType(
-                Counter(catalog.required_scopes(t) for t in catalog.tools)
-            ),
+            scope_counts=MappingProxyType(Counter(self.required_scopes)),
             workflows=catalog.workflows,
             source=catalog,
         )
@@ -98,14 +114,14 @@ class LiveCatalog:
         return tuple(
             IndexedTool(
                 tool=stored.tool,
-                required_scopes=catalog.required_scopes(stored.tool),
+                required_scopes=scopes,
                 function_name=stored.function_name,
                 catalog_title=catalog.title,
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,
                 link_source=links.of,
             )
-            for stored in self.stored.tools
+            for stored, scopes in zip(self.stored.tools, self.required_scopes, strict=True)
         )
 
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from registry.indexing import LiveCatalog
-from registry.store import StoredCatalog
 
 
-def scope_sets(stored: StoredCatalog) -> set[frozenset[str]]:
+def scope_sets(entry: LiveCatalog) -> set[frozenset[str]]:
     """The required-scope sets guarding a catalog's tools (who can see a change to it)."""
-    catalog = stored.catalog
-    return {catalog.required_scopes(t.tool) for t in stored.tools}
+    return set(entry.required_scopes)
 
 
 class LiveCatalogs:
@@ -39,7 +37,7 @@ class LiveCatalogs:
         # Per required-scope set: the generation of the last change to a tool guarded by it
         # (a caller's view generation is the latest among the sets it may see). History
         # before `generation` is unknown: every scope set counts as changed then.
-        self.touched = {s: generation for c in live for s in scope_sets(c.stored)}
+        self.touched = {s: generation for c in live for s in scope_sets(c)}
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -78,8 +76,8 @@ class LiveCatalogs:
         self.remember_source(name, entry.stored.source_digest)
         self._by_name[name] = entry
         self.function_owners.update((t.function_name, t.tool.id) for t in entry.stored.tools)
-        before = scope_sets(current.stored) if current is not None else set()
-        self._touch(before | scope_sets(entry.stored), generation)
+        before = scope_sets(current) if current is not None else set()
+        self._touch(before | scope_sets(entry), generation)
 
     def drop(self, current: LiveCatalog, generation: int) -> None:
         """`current` is deleted at `generation`."""
@@ -87,7 +85,7 @@ class LiveCatalogs:
         del self._by_name[name]
         self.forget_source(name)
         self._forget_functions(current)
-        self._touch(scope_sets(current.stored), generation)
+        self._touch(scope_sets(current), generation)
 
     def _touch(self, scopes: set[frozenset[str]], generation: int) -> None:
         for scope_set in scopes:

@@ -303,7 +303,9 @@ class Writer:
             self._keep_source(current, digest)
             return self._nothing_changed(current.stored, diff.unchanged)
         new_vectors = self._vectors.embed_missing(diff.missing_documents(self._vectors))
-        image = CatalogImage(diff.doc_hashes, Tokenised.of(diff.documents))
+        image = CatalogImage(
+            diff.doc_hashes, Tokenised.of(diff.documents), tuple(t.scopes for t in catalog.tools)
+        )
         generation = self._store.replace_catalog(
             catalog,
             diff.revision,
@@ -319,7 +321,7 @@ class Writer:
         stored = StoredCatalog(
             catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
         )
-        entry = LiveCatalog(stored=stored, doc_hashes=diff.doc_hashes, tokens=image.tokens)
+        entry = LiveCatalog.with_image(stored, image)
         self._live.take(current, entry, generation)
         self._rebuild(generation)
         _log_registered(diff, len(new_vectors), generation)

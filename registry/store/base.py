@@ -8,6 +8,7 @@ leaves the old state or the new one, never a mix.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from indexer.errors import CapregError
 from indexer.model import (
     Catalog,
     CatalogFormat,
+    JsonObject,
     Tool,
     ToolLink,
     Transition,
@@ -104,6 +106,80 @@ def tool_from_json(catalog: str, name: str, text: str) -> Tool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(catalog: str, name: str, text: str) -> Tool:
+    # The tools searches show and rank are read again and again; the rest are read rarely.
+    return tool_from_json(catalog, name, text)
+
+
+class StoredToolText(Tool):
+    """A stored tool held as the JSON the store keeps, parsed when a field past its name is
+    read (and the last few thousand parsed are remembered).
+
+    A restart makes one of these per stored tool instead of parsing every schema: parsing
+    was the largest part of loading a store (0.5 s at 100,000 tools), and parsed schemas
+    about 1.8 KB of every tool held (docs/performance.md). What a search reads of every tool
+    (its name, its document hash, tokens and scopes) comes from the catalog's image
+    (`registry.catalog_image`), so only the tools a search shows or ranks are parsed."""
+
+    __slots__ = ("_text",)
+    _text: str
+
+    def __init__(self, catalog: str, name: str, text: str) -> None:
+        object.__setattr__(self, "catalog", catalog)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_text", text)
+
+    def parsed(self) -> Tool:
+        return _parsed(self.catalog, self.name, self._text)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredToolText) and other._text == self._text:
+            return other.catalog == self.catalog and other.name == self.name
+        return self.parsed() == (other.parsed() if isinstance(other, StoredToolText) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a Tool: its schemas are dicts
+
+    def __repr__(self) -> str:
+        return f"StoredToolText(catalog={self.catalog!r}, name={self.name!r})"
+
+    @property  # read from the stored JSON, not from a slot
+    def description(self) -> str:
+        return self.parsed().description
+
+    @property
+    def input_schema(self) -> JsonObject:
+        return self.parsed().input_schema
+
+    @property
+    def output_schema(self) -> JsonObject | None:
+        return self.parsed().output_schema
+
+    @property
+    def annotations(self) -> JsonObject:
+        return self.parsed().annotations
+
+    @property
+    def title(self) -> str:
+        return self.parsed().title
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.parsed().tags
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        return self.parsed().scopes
+
+    @property
+    def examples(self) -> tuple[str, ...]:
+        return self.parsed().examples
+
+    @property
+    def links(self) -> tuple[ToolLink, ...]:
+        return self.parsed().links
+
+
 def workflows_to_json(workflows: Sequence[Workflow]) -> str:
     return json.dumps([w.to_json() for w in workflows], ensure_ascii=False)
 
@@ -153,7 +229,7 @@ def stored_catalogs(
         catalog_name = names.setdefault(str(catalog), str(catalog))
         by_catalog.setdefault(catalog_name, []).append(
             StoredTool(
-                tool=tool_from_json(catalog_name, str(name), str(data)),
+                tool=StoredToolText(catalog_name, str(name), str(data)),
                 function_name=str(function_name),
                 revision=int(revision),
             )

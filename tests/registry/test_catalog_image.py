@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 import yaml
 
+from indexer.model import Tool
 from indexer.retrieval.document import document_hash
 from indexer.retrieval.lexical import Tokenised
 from registry import catalog_image, indexing
 from registry.catalog_image import CatalogImage, decode
 from registry.core import Registry
 from registry.store import SqliteStore
+from registry.store import base as store_base
 from tests.conftest import DATA, CountingEmbedder
 
 MINI = (DATA / "mini.yaml").read_text()
@@ -29,22 +31,29 @@ def renamed(name: str) -> str:
     return yaml.safe_dump(document)
 
 
+def image_of(documents: list[str], scopes: list[frozenset[str]] | None = None) -> CatalogImage:
+    own = tuple(scopes) if scopes is not None else (frozenset(),) * len(documents)
+    return CatalogImage(tuple(document_hash(d) for d in documents), Tokenised.of(documents), own)
+
+
 def test_an_image_reads_back_as_it_was_written() -> None:
     documents = ["Weather: get forecast\nThe forecast for a city", "", "São Paulo café x"]
-    image = CatalogImage.of_documents(documents)
+    scopes = [frozenset({"crm:read", "pii"}), frozenset(), frozenset({"crm:read", "pii"})]
+    image = image_of(documents, scopes)
     back = decode(image.encode(), len(documents))
     assert back is not None
     assert back.doc_hashes == tuple(document_hash(text) for text in documents)
     assert back.tokens.terms == image.tokens.terms
     assert np.array_equal(back.tokens.ids, image.tokens.ids)
     assert back.tokens.lengths.tolist() == [len(Tokenised.of([t]).ids) for t in documents]
+    assert back.scopes == tuple(scopes)
 
 
 def test_an_image_of_more_terms_than_two_bytes_count_keeps_every_id() -> None:
     documents = [
         " ".join(f"w{i}" for i in range(start, start + 1000)) for start in range(0, 70_000, 1000)
     ]
-    image = CatalogImage.of_documents(documents)
+    image = image_of(documents)
     back = decode(image.encode(), len(documents))
     assert back is not None
     assert len(back.tokens.terms) == 70_000
@@ -61,12 +70,12 @@ def test_an_image_of_more_terms_than_two_bytes_count_keeps_every_id() -> None:
     ],
 )
 def test_an_image_that_does_not_fit_is_not_used(damage: Callable[[bytes], bytes]) -> None:
-    blob = CatalogImage.of_documents(["alpha beta", "gamma"]).encode()
+    blob = image_of(["alpha beta", "gamma"]).encode()
     assert decode(damage(blob), 2) is None
 
 
 def test_an_image_for_another_tool_count_is_not_used() -> None:
-    blob = CatalogImage.of_documents(["alpha beta", "gamma"]).encode()
+    blob = image_of(["alpha beta", "gamma"]).encode()
     assert decode(blob, 3) is None
 
 
@@ -139,4 +148,36 @@ def test_an_image_derived_another_way_is_replaced(
     [new] = stored_images(path).values()
     assert decode(new, len(yaml.safe_load(MINI)["tools"])) is not None
     assert registry.search(QUERY).hits
+    store.close()
+
+
+def test_a_restart_parses_only_the_schemas_a_search_reads(
+    tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store.db"
+    registry, store = restart(path, embedder)
+    # More tools than the learned stage's shortlist (50), which reads each one's schema.
+    names = [f"copy{i}" for i in range(20)]
+    with registry.bulk():
+        for name in names:
+            registry.register(renamed(name))
+    tools = len(names) * len(yaml.safe_load(MINI)["tools"])
+    before = registry.search(QUERY, limit=3)
+    schema = registry.schemas([before.hits[0].entry.id])[0].tool
+    store.close()
+    parsed: list[str] = []
+    real = store_base.tool_from_json
+
+    def counted(catalog: str, name: str, text: str) -> Tool:
+        parsed.append(f"{catalog}/{name}")
+        return real(catalog, name, text)
+
+    monkeypatch.setattr(store_base, "tool_from_json", counted)
+    store_base._parsed.cache_clear()
+    restarted, store = restart(path, embedder)
+    assert parsed == []
+    after = restarted.search(QUERY, limit=3)
+    assert [h.entry.id for h in after.hits] == [h.entry.id for h in before.hits]
+    assert 0 < len(set(parsed)) < tools
+    assert restarted.schemas([after.hits[0].entry.id])[0].tool == schema
     store.close()
