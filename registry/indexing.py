@@ -197,7 +197,12 @@ class SnapshotBuilder:
         self, catalogs: Sequence[LiveCatalog], vectors: Mapping[str, NDArray[np.float32]]
     ) -> list[Segment]:
         """Each catalog's segment, making those not made yet together."""
-        new = [catalog for catalog in catalogs if catalog.segment is None]
+        # In the snapshot's row order (`Segment.sort_key`), so that a full build's vectors lie
+        # in consecutive slots and its index reads them in place (`VectorIndex.rows`).
+        new = sorted(
+            (catalog for catalog in catalogs if catalog.segment is None),
+            key=lambda catalog: catalog.stored.catalog.name + "/",
+        )
         if new:
             sources = []
             for catalog in new:
