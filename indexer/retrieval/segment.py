@@ -237,7 +237,8 @@ class SegmentSpace:
             entries = source.entries
             if not (len(entries) == len(source.matrix) == len(source.keys) == len(source.tokens)):
                 raise ValueError("one vector, key and document per tool is required")
-            order = sorted(range(len(entries)), key=lambda row: entries[row].id)
+            # Tool-id order: within one catalog, the names' order (no id string is built).
+            order = sorted(range(len(entries)), key=lambda row: entries[row].tool.name)
             ordered.append((source, order))
             place = np.empty(len(order), dtype=np.int64)
             place[order] = np.arange(len(order), dtype=np.int64)
