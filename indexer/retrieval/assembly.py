@@ -110,6 +110,7 @@ def assemble(
         changed += sum(len(s) for s in previous.segments if id(s) not in now)
     splice = previous is not None and changed <= SPLICE_SHARE * max(total, len(previous.entries))
 
+    literals: Literals | Future[Literals]
     if previous is not None and splice:
         gone = [s for s in previous.segments if id(s) not in now]
         added = [s for s in ordered if id(s) not in before]
@@ -123,9 +124,7 @@ def assemble(
             added=_stack(new_rows, (0,), np.int64),
             mean=mean,
         )
-        literals: Literals | Future[Literals] = previous.literals.spliced(
-            _spelled(gone), [s.name for s in gone], _spelled(added), [s.name for s in added]
-        )
+        literals = _spliced_literals(previous.filing, gone, added)
         bm25 = previous.bm25.spliced(
             _moved_rows(previous, ordered, bounds),
             [
@@ -154,6 +153,21 @@ def assemble(
         centroids=_stack([s.centroid[None, :] for s in ordered], (0, dimension), np.float32),
         spliced=splice,
     )
+
+
+def _spliced_literals(
+    filing: Literals | Future[Literals], gone: Sequence[Segment], added: Sequence[Segment]
+) -> Literals | Future[Literals]:
+    """The previous name lookup without `gone` and with `added`. While the previous one is
+    still being filed (the first changes after a start: 8.7 s at a million tools), the splice
+    is queued behind it on the filing thread instead of waiting for it."""
+    removed, removed_names = _spelled(gone), [s.name for s in gone]
+    new, new_names = _spelled(added), [s.name for s in added]
+    if isinstance(filing, Literals):
+        return filing.spliced(removed, removed_names, new, new_names)
+    if filing.done():
+        return filing.result().spliced(removed, removed_names, new, new_names)
+    return _FILING.submit(lambda: filing.result().spliced(removed, removed_names, new, new_names))
 
 
 def _spelled(segments: Sequence[Segment]) -> list[Spelled]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from indexer.model import Tool
+from indexer.retrieval import assembly, literal
 from indexer.retrieval.first_stage import Request, first_stage
 from indexer.retrieval.fusion import Levers
 from indexer.retrieval.pipeline import learned_inputs, rank
@@ -133,3 +138,32 @@ def test_rows_left_out_rank_exactly_as_if_their_catalogs_were_never_registered()
         np.testing.assert_array_equal(
             kept_stage.ranking.scores[kept.positions], built_stage.ranking.scores[built.positions]
         )
+
+
+def test_a_change_does_not_wait_for_the_name_lookup_still_being_filed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    space = SegmentSpace(DIMENSION)
+    segments = [make_segment(space, name, 6, seed) for seed, name in enumerate(CATALOG_NAMES)]
+    release = threading.Event()
+    released: list[bool] = []
+    real = literal.Literals
+
+    class SlowFiling(real):  # type: ignore[misc,valid-type]  # the real lookup, filed late
+        def __init__(self, *args: Any) -> None:
+            # False when it waited out the timeout: the change waited for the filing.
+            released.append(release.wait(timeout=5))
+            super().__init__(*args)
+
+    monkeypatch.setattr(assembly, "Literals", SlowFiling)
+    before = ToolIndex(segments, 1, space=space)
+    changed = [*segments[:-1], make_segment(space, CATALOG_NAMES[-1], 3, 99)]
+    after = ToolIndex(changed, 2, space=space, previous=before)  # returns while filing
+    assert after.spliced
+    release.set()
+    monkeypatch.setattr(assembly, "Literals", real)
+    scratch = ToolIndex(changed, 3, space=space)
+    assert answers(after, everything, Scaling.MEAN_MAX) == answers(
+        scratch, everything, Scaling.MEAN_MAX
+    )
+    assert released == [True]

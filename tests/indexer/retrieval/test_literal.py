@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.retrieval.literal import Literals, Named, lookup_key, tokens
+from indexer.retrieval import literal
+from indexer.retrieval.literal import Literals, Named, Spelled, lookup_key, tokens
 
 TOOLS = [
     ("support/create_ticket", "create_ticket", "support__create_ticket"),
@@ -73,3 +75,53 @@ def test_a_spliced_lookup_equals_one_filed_from_scratch() -> None:
     # The lookup it was spliced from is unchanged.
     assert named(before, "call web/search").rows.tolist() == [2]
     assert not len(named(before, "use context7").catalogs)
+
+
+def catalog_tools(catalog: str, names: list[str]) -> list[Spelled]:
+    return [(f"{catalog}/{n}", n, f"{catalog}__{n}") for n in names]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    changes=st.lists(
+        st.tuples(
+            st.sampled_from(["crm-2", "web_x", "docs9"]),
+            st.lists(
+                st.sampled_from(["find_lead", "get_page", "list_docs", "open_it"]), unique=True
+            ),
+        ),
+        max_size=12,
+    ),
+    fold_past=st.sampled_from([1, 4, 10_000]),
+)
+def test_a_lookup_spliced_change_after_change_equals_one_filed_from_scratch(
+    changes: list[tuple[str, list[str]]], fold_past: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(literal, "LAYER_MIN", fold_past)
+    monkeypatch.setattr(literal, "LAYER_SHARE", 0.0)
+    live: dict[str, list[str]] = {"crm-2": ["find_lead"], "web_x": ["get_page", "open_it"]}
+    lookup = Literals([t for c, names in live.items() for t in catalog_tools(c, names)], list(live))
+    for catalog, names in changes:  # an empty list deletes the catalog
+        before = live.pop(catalog, None)
+        if names:
+            live[catalog] = names
+        lookup = lookup.spliced(
+            catalog_tools(catalog, before or []),
+            [catalog] if before is not None else [],
+            catalog_tools(catalog, names),
+            [catalog] if names else [],
+        )
+    scratch = Literals([t for c, n in live.items() for t in catalog_tools(c, n)], list(live))
+    every = [
+        t
+        for c in ("crm-2", "web_x", "docs9")
+        for t in catalog_tools(c, ["find_lead", "get_page", "list_docs", "open_it"])
+    ]
+    rows = {tool_id: row for row, (tool_id, _, _) in enumerate(every)}
+    codes = {name: code for code, name in enumerate(("crm-2", "web_x", "docs9"))}
+    for text in [f"call {i} or {n} or {f}" for i, n, f in every] + ["use crm-2 and docs9 on web_x"]:
+        got, want = (x.named(text, rows.get, codes.get) for x in (lookup, scratch))
+        assert got.rows.tolist() == want.rows.tolist(), text
+        assert got.catalogs.tolist() == want.catalogs.tolist(), text
