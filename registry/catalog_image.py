@@ -1,6 +1,7 @@
 """What a catalog's segment is made from besides its tools' names and vectors, stored with the
 catalog so that a restart (or a replica joining) derives nothing again and parses no schema:
-each tool's document hash (the key of its vector), its document's tokens and its own scopes.
+each tool's document hash (the key of its vector), its document's terms with their counts,
+and its own scopes.
 
 An image is written in the transaction that stores its catalog's revision, so it always
 belongs to the tools stored beside it. It is also stamped with a fingerprint of how document
@@ -8,11 +9,12 @@ texts and tokens are derived: after an upgrade that derives them differently, a 
 no longer matches, the catalog is derived from its tools as before, and the new image is
 written back (`Writer.load`).
 
-Layout (little-endian): the magic, the fingerprint (16 bytes), then five uint32 (tools, terms'
-UTF-8 bytes, token ids, bytes per id: 2 or 4, scope sets' JSON bytes), each tool's SHA-256
-(32 bytes), each document's token count (uint32), each tool's scope set (uint32, an index into
-the sets), the token ids, the terms joined by newlines (a term is a run of word characters, so
-it holds none), and the distinct scope sets as a JSON list of sorted lists.
+Layout (little-endian): the magic, the fingerprint (16 bytes), then six uint32 (tools, terms'
+UTF-8 bytes, (document, term) entries, bytes per term id and per count: 2 or 4 each, scope
+sets' JSON bytes), each tool's SHA-256 (32 bytes), each document's length in tokens and its
+number of distinct terms (uint32 each), each tool's scope set (uint32, an index into the sets),
+each entry's term id and count, the terms joined by newlines (a term is a run of word
+characters, so it holds none), and the distinct scope sets as a JSON list of sorted lists.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from indexer.retrieval.lexical import Tokenised
 
 MAGIC = b"CRIM"
 # Changed by hand when the layout changes; derivations are covered by the fingerprint.
-LAYOUT_VERSION = 2
-_HEADER = struct.Struct("<4s16sIIIII")
+LAYOUT_VERSION = 3
+_HEADER = struct.Struct("<4s16sIIIIII")
 _HASH_BYTES = 32
 
 
@@ -59,7 +61,7 @@ def _derivation_fingerprint() -> bytes:
     text = document_text(probe, "Probe Title")
     tokens = Tokenised.of([text, text.upper()])
     digest = hashlib.sha256(f"{LAYOUT_VERSION}\0{text}\0".encode())
-    digest.update("\n".join(tokens.terms).encode() + tokens.ids.tobytes())
+    digest.update("\n".join(tokens.terms).encode() + tokens.ids.tobytes() + tokens.tf.tobytes())
     return digest.digest()[:16]
 
 
@@ -90,8 +92,8 @@ class CatalogImage:
 
     def encode(self) -> bytes:
         tokens = self.tokens
-        wide = len(tokens.terms) > 1 << 16
-        ids = tokens.ids.astype("<u4" if wide else "<u2")
+        id_type, id_width = _unsigned(len(tokens.terms))
+        tf_type, tf_width = _unsigned(int(tokens.tf.max()) + 1 if len(tokens.tf) else 0)
         terms = "\n".join(tokens.terms).encode("utf-8")
         sets = list(dict.fromkeys(self.scopes))
         index = {scopes: i for i, scopes in enumerate(sets)}
@@ -101,8 +103,9 @@ class CatalogImage:
             FINGERPRINT,
             len(self.doc_hashes),
             len(terms),
-            len(ids),
-            4 if wide else 2,
+            len(tokens.ids),
+            id_width,
+            tf_width,
             len(scope_json),
         )
         return b"".join(
@@ -110,12 +113,19 @@ class CatalogImage:
                 header,
                 binascii.unhexlify("".join(self.doc_hashes)),
                 tokens.lengths.astype("<u4").tobytes(),
+                tokens.distinct.astype("<u4").tobytes(),
                 np.asarray([index[s] for s in self.scopes], dtype="<u4").tobytes(),
-                ids.tobytes(),
+                tokens.ids.astype(id_type).tobytes(),
+                tokens.tf.astype(tf_type).tobytes(),
                 terms,
                 scope_json,
             )
         )
+
+
+def _unsigned(values: int) -> tuple[str, int]:
+    """The smallest of uint16 and uint32 that holds `values` distinct values from 0."""
+    return ("<u2", 2) if values <= 1 << 16 else ("<u4", 4)
 
 
 def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
@@ -123,30 +133,46 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     `tools` documents; None otherwise (none stored, another derivation, or damaged)."""
     if not blob or len(blob) < _HEADER.size:
         return None
-    magic, fingerprint, count, term_bytes, id_count, width, scope_bytes = _HEADER.unpack_from(blob)
-    if magic != MAGIC or fingerprint != FINGERPRINT or count != tools or width not in (2, 4):
+    magic, fingerprint, count, term_bytes, entries, id_width, tf_width, scope_bytes = (
+        _HEADER.unpack_from(blob)
+    )
+    if (
+        magic != MAGIC
+        or fingerprint != FINGERPRINT
+        or count != tools
+        or id_width not in (2, 4)
+        or tf_width not in (2, 4)
+    ):
         return None
-    hashes_end = _HEADER.size + count * _HASH_BYTES
-    lengths_end = hashes_end + 4 * count
-    scopes_end = lengths_end + 4 * count
-    ids_end = scopes_end + width * id_count
-    terms_end = ids_end + term_bytes
-    if len(blob) != terms_end + scope_bytes:
+    sizes = [_HEADER.size, count * _HASH_BYTES, 4 * count, 4 * count, 4 * count]
+    sizes += [id_width * entries, tf_width * entries, term_bytes, scope_bytes]
+    ends = np.cumsum(sizes).tolist()
+    if len(blob) != ends[-1]:
         return None
     view = memoryview(blob)
-    hexed = binascii.hexlify(view[_HEADER.size : hashes_end]).decode("ascii")
+
+    def part(i: int) -> memoryview:
+        return view[ends[i] : ends[i + 1]]
+
+    hexed = binascii.hexlify(part(0)).decode("ascii")
     step = 2 * _HASH_BYTES
     doc_hashes = tuple(hexed[i : i + step] for i in range(0, len(hexed), step))
-    lengths = np.frombuffer(view[hashes_end:lengths_end], dtype="<u4").astype(np.int32)
-    ids = np.frombuffer(view[scopes_end:ids_end], dtype="<u4" if width == 4 else "<u2")
     try:
-        text = bytes(view[ids_end:terms_end]).decode("utf-8")
-        terms = tuple(text.split("\n")) if text else ()
-        sets = [frozenset(s) for s in json.loads(bytes(view[terms_end:]).decode("utf-8"))]
-        scopes = tuple(
-            sets[i] for i in np.frombuffer(view[lengths_end:scopes_end], dtype="<u4").tolist()
+        sets = [frozenset(s) for s in json.loads(bytes(part(7)).decode("utf-8"))]
+        own = np.frombuffer(part(3), dtype="<u4")
+        scopes = (
+            (sets[0],) * count
+            if len(sets) == 1 and not own.any()
+            else tuple(sets[i] for i in own.tolist())
         )
-        tokens = Tokenised(terms, ids.astype(np.int32), lengths)
+        text = bytes(part(6)).decode("utf-8")
+        tokens = Tokenised(
+            tuple(text.split("\n")) if text else (),
+            np.frombuffer(part(4), dtype=f"<u{id_width}").astype(np.int32),
+            np.frombuffer(part(5), dtype=f"<u{tf_width}").astype(np.int32),
+            np.frombuffer(part(2), dtype="<u4").astype(np.int32),
+            np.frombuffer(part(1), dtype="<u4").astype(np.int32),
+        )
     except (ValueError, IndexError, TypeError):
         return None
     return CatalogImage(doc_hashes, tokens, scopes)

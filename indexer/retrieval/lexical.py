@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,27 +96,36 @@ Vocabulary = dict[str, int]
 
 
 @functools.lru_cache(maxsize=8192)
-def _document_tokens(text: str) -> tuple[str, ...]:
-    # Remembered: the same server registered under several names has the same texts.
-    return tuple(_tokens(text))
+def _document_terms(text: str) -> tuple[tuple[tuple[str, int], ...], int]:
+    """A text's distinct terms with their counts, and its length in tokens. Remembered: the
+    same server registered under several names has the same texts."""
+    tokens = _tokens(text)
+    return tuple(Counter(tokens).items()), len(tokens)
 
 
 @dataclass(frozen=True, eq=False)
 class Tokenised:
-    """Some documents' tokens as ids into their own list of terms: each document's ids, one
-    document after another (`ids`), and how many each has (`lengths`). Independent of any
-    vocabulary, so it can be stored with its catalog and a restart tokenises nothing
-    (`registry.catalog_image`)."""
+    """Some documents as bags of terms: each document's distinct terms, as ids into their own
+    list of terms, with how often each occurs (`ids` and `tf`, one document after another),
+    how many distinct terms each document has (`distinct`), and its length in tokens.
+    Independent of any vocabulary, so it can be stored with its catalog: a restart tokenises
+    nothing and counts nothing (`registry.catalog_image`)."""
 
     terms: tuple[str, ...]
     ids: NDArray[np.int32]
+    tf: NDArray[np.int32]
+    distinct: NDArray[np.int32]
     lengths: NDArray[np.int32]
 
     def __post_init__(self) -> None:
-        if int(self.lengths.sum()) != len(self.ids) or (
-            len(self.ids) and not 0 <= int(self.ids.min()) <= int(self.ids.max()) < len(self.terms)
+        entries = len(self.ids)
+        if (
+            len(self.tf) != entries
+            or int(self.distinct.sum()) != entries
+            or len(self.lengths) != len(self.distinct)
+            or (entries and not 0 <= int(self.ids.min()) <= int(self.ids.max()) < len(self.terms))
         ):
-            raise ValueError("token ids do not fit their terms and lengths")
+            raise ValueError("term ids and counts do not fit their terms and documents")
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -124,19 +134,31 @@ class Tokenised:
     def of(cls, documents: Sequence[str]) -> Tokenised:
         local: dict[str, int] = {}
         ids: list[int] = []
+        tf: list[int] = []
+        distinct = np.zeros(len(documents), dtype=np.int32)
         lengths = np.zeros(len(documents), dtype=np.int32)
         for row, text in enumerate(documents):
-            found = _document_tokens(text)
-            ids.extend([local.setdefault(t, len(local)) for t in found])
-            lengths[row] = len(found)
-        return cls(tuple(local), np.asarray(ids, dtype=np.int32), lengths)
+            counted, length = _document_terms(text)
+            for term, count in counted:
+                ids.append(local.setdefault(term, len(local)))
+                tf.append(count)
+            distinct[row] = len(counted)
+            lengths[row] = length
+        return cls(
+            tuple(local),
+            np.asarray(ids, dtype=np.int32),
+            np.asarray(tf, dtype=np.int32),
+            distinct,
+            lengths,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Postings:
     """Some documents as BM25 postings: term id, document row (counted from the part's first
-    document), term frequency, ordered by term then row; and each document's length. A
-    posting is three int32 (int64 held 0.4 KB more a tool at 100,000 tools)."""
+    document) and term frequency, in no particular order (`ArrayBM25.joined` and `spliced`
+    order them by term); and each document's length. A posting is three int32 (int64 held
+    0.4 KB more a tool at 100,000 tools)."""
 
     terms: NDArray[np.int32]
     docs: NDArray[np.int32]
@@ -154,56 +176,43 @@ class Postings:
         cls, parts: Sequence[tuple[Tokenised, NDArray[np.int64]]], vocabulary: Vocabulary
     ) -> list[Postings]:
         """Each part's postings, its documents in the rows given beside it (`rows[i]`: the
-        row of the part's i-th document), with one sort for all of them (a start-up makes
-        thousands of small parts: one pass spares thousands of array calls). Terms new to
-        `vocabulary` get its next ids."""
-        sizes = [len(tokenised) for tokenised, _ in parts]
-        bounds = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        row of the part's i-th document). Terms new to `vocabulary` get its next ids. Every
+        part's terms are mapped to the vocabulary in one pass and its arrays made together:
+        a start-up joins thousands of parts, and per-part array calls added up."""
         for tokenised, rows in parts:
             if len(rows) != len(tokenised):
                 raise ValueError("one row per tokenised document is required")
-        # Every part's terms in one list, mapped to the vocabulary in one pass (a start-up
-        # joins thousands of parts: per-part array calls added up), new terms in first-seen
-        # order.
         names = [term for tokenised, _ in parts for term in tokenised.terms]
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(names):  # new terms in first-seen order
             vocabulary.setdefault(name, len(vocabulary))
-        known = np.fromiter(map(vocabulary.__getitem__, names), dtype=np.int64, count=len(names))
+        known = np.fromiter(map(vocabulary.__getitem__, names), dtype=np.int32, count=len(names))
         term_offsets = np.cumsum([0] + [len(t.terms) for t, _ in parts[:-1]], dtype=np.int64)
-        counts = [len(tokenised.ids) for tokenised, _ in parts]
-        ids = known[
+        entries = [len(tokenised.ids) for tokenised, _ in parts]
+        terms = known[
             _concatenate([tokenised.ids for tokenised, _ in parts])
-            + np.repeat(term_offsets, counts)
+            + np.repeat(term_offsets, entries)
         ]
-        placed = _concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
-        placed += np.repeat(bounds[:-1], sizes)
-        token_counts = _concatenate([tokenised.lengths for tokenised, _ in parts])
-        lengths = np.zeros(int(bounds[-1]), dtype=np.int64)
-        lengths[placed] = token_counts
-        docs_of = np.repeat(placed, token_counts)
-        width = max(len(vocabulary), 1)
-        pairs, counted = np.unique(docs_of * width + ids, return_counts=True)
-        docs, terms = pairs // width, pairs % width
-        cuts = np.searchsorted(docs, bounds)
-        # By part, then term, then row: one sort for all parts.
-        part_of = np.repeat(np.arange(len(parts), dtype=np.int64), np.diff(cuts))
-        order = np.lexsort((docs, terms, part_of))
-        docs = (docs - np.repeat(bounds[:-1], np.diff(cuts)))[order].astype(np.int32)
-        terms = terms[order].astype(np.int32)
-        tf = counted[order].astype(np.int32)
-        cut = cuts.tolist()
+        rows = _concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
+        docs = np.repeat(rows, _concatenate([t.distinct for t, _ in parts])).astype(np.int32)
+        tf = _concatenate([tokenised.tf for tokenised, _ in parts]).astype(np.int32)
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        sizes = [len(tokenised) for tokenised, _ in parts]
+        first = np.repeat(np.cumsum([0, *sizes[:-1]], dtype=np.int64), sizes)
+        lengths[first + rows] = _concatenate([t.lengths for t, _ in parts])
         made = []
-        for index in range(len(parts)):
-            start, end, first = cut[index], cut[index + 1], int(bounds[index])
+        start = size_start = 0
+        for count, size in zip(entries, sizes, strict=True):
+            end = start + count
             made.append(
+                # Copies: a part outlives the others when its catalog alone is kept.
                 cls(
-                    # Copies: a part outlives the others when its catalog alone is kept.
                     terms=terms[start:end].copy(),
                     docs=docs[start:end].copy(),
                     tf=tf[start:end].copy(),
-                    lengths=lengths[first : first + sizes[index]],
+                    lengths=lengths[size_start : size_start + size].copy(),
                 )
             )
+            start, size_start = end, size_start + size
         return made
 
 
@@ -222,7 +231,14 @@ class ArrayBM25:
     def __init__(self, documents: Sequence[str]) -> None:
         vocabulary: Vocabulary = {}
         postings = Postings.of(documents, vocabulary)
-        self._setup(vocabulary, postings.docs, postings.tf, postings.lengths, postings.terms)
+        order = np.argsort(postings.terms, kind="stable")
+        self._setup(
+            vocabulary,
+            postings.docs[order],
+            postings.tf[order],
+            postings.lengths,
+            terms=postings.terms,
+        )
 
     def _setup(
         self,
@@ -256,7 +272,9 @@ class ArrayBM25:
         sizes = [len(p.lengths) for p in parts]
         offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         terms = _concatenate([p.terms for p in parts])
-        docs = _concatenate([p.docs + offset for p, offset in zip(parts, offsets, strict=False)])
+        docs = _concatenate([p.docs for p in parts]) + np.repeat(
+            offsets[:-1], [len(p.docs) for p in parts]
+        )
         order = np.argsort(terms, kind="stable")
         index._setup(
             vocabulary,

@@ -45,7 +45,9 @@ def test_an_image_reads_back_as_it_was_written() -> None:
     assert back.doc_hashes == tuple(document_hash(text) for text in documents)
     assert back.tokens.terms == image.tokens.terms
     assert np.array_equal(back.tokens.ids, image.tokens.ids)
-    assert back.tokens.lengths.tolist() == [len(Tokenised.of([t]).ids) for t in documents]
+    assert np.array_equal(back.tokens.tf, image.tokens.tf)
+    assert back.tokens.distinct.tolist() == [4, 0, 3]  # "forecast" twice in the first
+    assert back.tokens.lengths.tolist() == [5, 0, 3]
     assert back.scopes == tuple(scopes)
 
 
@@ -79,9 +81,10 @@ def test_an_image_for_another_tool_count_is_not_used() -> None:
     assert decode(blob, 3) is None
 
 
-def test_token_ids_past_the_terms_are_refused() -> None:
+def test_term_ids_past_the_terms_are_refused() -> None:
+    one = np.array([1], dtype=np.int32)
     with pytest.raises(ValueError, match="do not fit"):
-        Tokenised(("a",), np.array([0, 1], dtype=np.int32), np.array([2], dtype=np.int32))
+        Tokenised(("a",), np.array([0, 1], dtype=np.int32), np.array([1, 1]), np.array([2]), one)
 
 
 def restart(path: Path, embedder: CountingEmbedder) -> tuple[Registry, SqliteStore]:
