@@ -125,7 +125,10 @@ class VectorArena:
     A snapshot reads its rows through their slots, so a new snapshot costs no new copy of
     the vectors: on this kind of machine faulting in a fresh 150 MB matrix (100k tools) took
     longer than the rest of a one-catalog change together. Growing replaces the array with a
-    larger copy; snapshots built before keep the array they were built on."""
+    larger copy; snapshots built before keep the array they were built on. It grows with
+    room for half as many again: rows not yet written are zero pages the system has not
+    handed out, so the room costs no resident memory, and the changes after a start-up write
+    into it instead of copying every vector (3.4 s at a million tools)."""
 
     def __init__(self, dimension: int, capacity: int = 1024) -> None:
         self._data = np.zeros((capacity, dimension), dtype=np.float32)
@@ -144,7 +147,7 @@ class VectorArena:
         """Room for `rows` more vectors, in one allocation."""
         needed = self._used + rows
         if needed > len(self._data):
-            size = max(needed, len(self._data) * 3 // 2)
+            size = max(needed + needed // 2, len(self._data) * 3 // 2)
             grown = np.zeros((size, self._data.shape[1]), dtype=np.float32)
             grown[: self._used] = self._data[: self._used]
             self._data = grown
@@ -290,7 +293,8 @@ class SegmentSpace:
         in any segment are forgotten (`vector` answers None for them)."""
         with self._lock:
             old = self._arena.data
-            self._arena = VectorArena(self.dimension, max(sum(map(len, segments)), 1024))
+            live = sum(map(len, segments))
+            self._arena = VectorArena(self.dimension, max(live + live // 2, 1024))
             moved = [
                 replace(segment, slots=self._arena.append(old[segment.slots]))
                 for segment in segments
