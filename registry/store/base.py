@@ -220,24 +220,33 @@ def stored_catalogs(
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
     as JSON, revision, source digest, workflows as JSON, image or None) and their tools' rows
-    (catalog, name, data, function name, revision; in position order): the same for every
-    backend."""
-    by_catalog: dict[str, list[StoredTool]] = {}
+    (catalog, name, data, function name, revision, position; each catalog's rows in any
+    order, in position order or not): the same for every backend."""
+    by_catalog: dict[str, list[tuple[int, StoredTool]]] = {}
     # One string per catalog name, not one per tool row.
     names: dict[str, str] = {}
-    for catalog, name, data, function_name, revision in tool_rows:
+    shuffled: set[str] = set()
+    for catalog, name, data, function_name, revision, position in tool_rows:
         catalog_name = names.setdefault(str(catalog), str(catalog))
-        by_catalog.setdefault(catalog_name, []).append(
-            StoredTool(
-                tool=StoredToolText(catalog_name, str(name), str(data)),
-                function_name=str(function_name),
-                revision=int(revision),
+        placed = by_catalog.setdefault(catalog_name, [])
+        if placed and position < placed[-1][0]:
+            shuffled.add(catalog_name)
+        placed.append(
+            (
+                position,
+                StoredTool(
+                    tool=StoredToolText(catalog_name, str(name), str(data)),
+                    function_name=str(function_name),
+                    revision=int(revision),
+                ),
             )
         )
+    for catalog_name in shuffled:
+        by_catalog[catalog_name].sort(key=lambda pair: pair[0])
     result = []
     for row in catalog_rows:
         name, title, description, version, fmt, scopes, revision, digest, flows, image = row
-        tools = tuple(by_catalog.get(str(name), ()))
+        tools = tuple(tool for _, tool in by_catalog.get(str(name), ()))
         catalog = Catalog(
             name=str(name),
             description=str(description),

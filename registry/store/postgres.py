@@ -246,7 +246,8 @@ class PostgresStore:
                 (generation,),
             ).fetchall()
             tool_rows = conn.execute(
-                "SELECT t.catalog, t.name, t.data, t.function_name, t.revision FROM tools t"
+                "SELECT t.catalog, t.name, t.data, t.function_name, t.revision, t.position"
+                " FROM tools t"
                 " JOIN catalogs c ON c.name = t.catalog WHERE c.generation > %s"
                 " ORDER BY t.catalog, t.position",
                 (generation,),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -338,3 +339,24 @@ def test_serve_runs_on_postgresql_and_names_an_unreachable_one(
     )
     assert refused.returncode != 0
     assert "cannot open postgresql://nobody@127.0.0.1:1/x" in refused.stderr
+
+
+def test_tools_read_back_in_their_catalog_order_whatever_order_the_table_holds(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "order.db"
+    store = SqliteStore(path)
+    crm = catalog("crm", ["find_customer", "create_lead", "update_deal"])
+    web = catalog("web", ["fetch_page", "search_web"])
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    store.replace_catalog(web, 1, stored(web), MODEL, {})
+    store.close()
+    with sqlite3.connect(path) as db:  # the table's own order no longer follows positions
+        db.execute("UPDATE tools SET position = 2 - position WHERE catalog = 'crm'")
+    reopened = SqliteStore(path)
+    got = {c.catalog.name: [t.tool.name for t in c.tools] for c in reopened.catalogs()}
+    assert got == {
+        "crm": ["update_deal", "create_lead", "find_customer"],
+        "web": ["fetch_page", "search_web"],
+    }
+    reopened.close()
