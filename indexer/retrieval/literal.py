@@ -94,10 +94,11 @@ class Literals:
         copy._exact = dict(self._exact) if layered else {}
         copy._by_name = dict(self._by_name) if layered else {}
         copy._catalogs = dict(self._catalogs) if layered else {}
+        base = copy._base
         for tool_id, name, function in removed:
-            copy._drop(copy._exact, copy._base._exact, tool_id.lower(), tool_id)
-            copy._drop(copy._exact, copy._base._exact, function.lower(), tool_id)
-            copy._drop(copy._by_name, copy._base._by_name, name.lower(), tool_id)
+            _drop(copy._exact, base._exact, tool_id.lower(), tool_id)
+            _drop(copy._exact, base._exact, function.lower(), tool_id)
+            _drop(copy._by_name, base._by_name, name.lower(), tool_id)
         for catalog in removed_catalogs:
             copy._catalogs[catalog.lower()] = ""
         copy._add(added, added_catalogs)
@@ -123,39 +124,14 @@ class Literals:
         return full
 
     def _add(self, tools: Iterable[Spelled], catalogs: Iterable[str]) -> None:
-        base = self._base
-        exact = base._exact if base is not None else _EMPTY
-        by_name = base._by_name if base is not None else _EMPTY
+        # A full lookup is its own base: what its tables lack, nothing has.
+        base = self._base or self
         for tool_id, name, function in tools:
-            _file(self._exact, exact, tool_id.lower(), tool_id)
-            _file(self._exact, exact, function.lower(), tool_id)
-            _file(self._by_name, by_name, name.lower(), tool_id)
+            _file(self._exact, base._exact, tool_id.lower(), tool_id)
+            _file(self._exact, base._exact, function.lower(), tool_id)
+            _file(self._by_name, base._by_name, name.lower(), tool_id)
         for catalog in catalogs:
             self._catalogs[catalog.lower()] = catalog
-
-    @staticmethod
-    def _drop(
-        layer: dict[str, tuple[str, ...]],
-        base: dict[str, tuple[str, ...]],
-        key: str,
-        tool_id: str,
-    ) -> None:
-        found = _current(layer, base, key)
-        if tool_id in found:
-            layer[key] = tuple(i for i in found if i != tool_id)
-
-    def _ids(self, table: str, key: str) -> tuple[str, ...]:
-        layer: dict[str, tuple[str, ...]] = getattr(self, table)
-        found = layer.get(key)
-        if found is None and self._base is not None:
-            found = getattr(self._base, table).get(key)
-        return found or ()
-
-    def _catalog(self, key: str) -> str | None:
-        found = self._catalogs.get(key)
-        if found is None and self._base is not None:
-            found = self._base._catalogs.get(key)
-        return found or None
 
     def named(
         self, text: str, row_of: Callable[[str], int | None], code_of: Callable[[str], int | None]
@@ -167,13 +143,14 @@ class Literals:
         words = written | lowered  # what a name's lookup key may equal
         ids: set[str] = set()
         codes: set[int] = set()
+        base = self._base or self
         for word in lowered:  # every key is lowercase
-            ids.update(self._ids("_exact", word))
-            for tool_id in self._ids("_by_name", word):
+            ids.update(_current(self._exact, base._exact, word, ()))
+            for tool_id in _current(self._by_name, base._by_name, word, ()):
                 if lookup_key(tool_id.partition("/")[2]) in words:
                     ids.add(tool_id)
-            catalog = self._catalog(word)
-            if catalog is not None and lookup_key(catalog) in words:
+            catalog = _current(self._catalogs, base._catalogs, word, "")
+            if catalog and lookup_key(catalog) in words:
                 code = code_of(catalog)
                 if code is not None:
                     codes.add(code)
@@ -185,25 +162,31 @@ class Literals:
         )
 
 
-_EMPTY: dict[str, tuple[str, ...]] = {}
 # A layer is folded into a new base past this many keys, or this share of the base's.
 LAYER_MIN = 4096
 LAYER_SHARE = 0.125
 
 
-def _current(
-    layer: dict[str, tuple[str, ...]], base: dict[str, tuple[str, ...]], key: str
-) -> tuple[str, ...]:
+def _current(layer: dict[str, V], base: dict[str, V], key: str, empty: V) -> V:
+    """`key`'s value in `layer` over `base` (`empty`: none, or gone)."""
     found = layer.get(key)
-    return base.get(key, ()) if found is None else found
+    return base.get(key, empty) if found is None else found
 
 
 def _file(
     layer: dict[str, tuple[str, ...]], base: dict[str, tuple[str, ...]], key: str, tool_id: str
 ) -> None:
-    found = _current(layer, base, key)
+    found = _current(layer, base, key, ())
     if tool_id not in found:
         layer[key] = (*found, tool_id)
+
+
+def _drop(
+    layer: dict[str, tuple[str, ...]], base: dict[str, tuple[str, ...]], key: str, tool_id: str
+) -> None:
+    found = _current(layer, base, key, ())
+    if tool_id in found:
+        layer[key] = tuple(i for i in found if i != tool_id)
 
 
 def _merged(base: dict[str, V], layer: dict[str, V]) -> dict[str, V]:
