@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import tempfile
-import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,10 +153,12 @@ def quantize_onnx(source: Path, target: Path) -> None:
 class OnnxEmbedder:
     """A local sentence-transformers folder served by ONNX Runtime on the CPU.
 
-    Two sessions share the model: one using every core, for a request that finds the model
-    idle (lowest latency), and one single-threaded, run concurrently by every request that
-    arrives while the first is busy (under load, one request per core beats every request
-    using every core in turn: 134 against 88 long queries/s here).
+    One session holds the model, its thread pool sized to the cores, and every request runs
+    on it at once (ONNX Runtime allows concurrent runs): an idle model gives one request every
+    core, and concurrent requests share them. A second, single-threaded session for requests
+    arriving while the first was busy held another copy of the weights (about 90 MB) and
+    served no more requests per second than concurrent runs of the one session
+    (docs/decisions/0078-one-onnx-session-serves-concurrent-requests.md).
     """
 
     def __init__(
@@ -195,10 +196,7 @@ class OnnxEmbedder:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             return ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
 
-        cores = threads or (os.cpu_count() or 1)
-        self._session = session(cores)
-        self._spare = session(1) if cores > 1 else None
-        self._session_lock = threading.Lock()
+        self._session = session(threads or (os.cpu_count() or 1))
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(self._pipeline.max_tokens)
@@ -263,15 +261,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        if self._spare is None or self._session_lock.acquire(blocking=False):
-            # The model was idle (or there is one core): every core works on this request.
-            try:
-                return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-            finally:
-                if self._spare is not None:
-                    self._session_lock.release()
-        # Busy: run beside it on one core (ONNX Runtime sessions allow concurrent runs).
-        return np.asarray(self._spare.run(None, feeds)[0], dtype=np.float32)
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
 
     @staticmethod
     def _pad(encodings: Sequence[Encoding]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
