@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from indexer.retrieval.features import StageScores
 from indexer.retrieval.fusion import ALL_LEVERS, IntentScores, Levers, Ranking, rank_intents
+from indexer.retrieval.lexical_terms import best_rows
 from indexer.retrieval.literal import NOTHING, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
 from indexer.retrieval.tool_index import Eligible, ToolIndex
@@ -128,12 +129,7 @@ def _candidates(
     for code in named.catalogs:
         start, end = index.catalog_rows(int(code))
         found.append(np.arange(start, end, dtype=np.int64)[allowed[start:end]])
-    for scores in lexical:
-        positive = np.flatnonzero(allowed & (scores > 0.0))
-        if len(positive) > LEXICAL_CANDIDATES:
-            best = np.argpartition(-scores[positive], LEXICAL_CANDIDATES - 1)
-            positive = positive[best[:LEXICAL_CANDIDATES]]
-        found.append(positive)
+    found += [best_rows(scores, LEXICAL_CANDIDATES, allowed) for scores in lexical]
     if catalogs:
         for query, ranked in zip(queries, dense_rows, strict=True):
             seeds = ranked[ranked >= 0][:CATALOG_SEEDS]

@@ -7,7 +7,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,11 @@ _STOPWORDS = frozenset(STOPWORDS_EN)
 
 def _tokens(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+
+
+def words(text: str) -> list[str]:
+    """`text`'s tokens as BM25 reads them, in order."""
+    return _tokens(text)
 
 
 # Term ids shared by every part of one corpus (append-only: an id never changes meaning, so
@@ -321,6 +326,16 @@ class ArrayBM25:
     def __len__(self) -> int:
         return self._size
 
+    def term_ids(self, tokens: Iterable[str]) -> list[int]:
+        """The ids of the tokens this index knows, in order, repeats kept (a request's
+        repeated word counts again in `scores`)."""
+        return [t for t in map(self._term, tokens) if t is not None]
+
+    def documents(self, term: int) -> NDArray[np.int32]:
+        """A known term's documents, in no particular order (the index's own array: read
+        only)."""
+        return self._docs[self._starts[term] : self._starts[term + 1]]
+
     def _term(self, token: str) -> int | None:
         term = self._vocab.get(token)
         # The vocabulary is shared and grows: a term newer than this index matches nothing.
@@ -380,49 +395,6 @@ class ArrayBM25:
             # The same arithmetic as the whole collection's weights, over the visible ones.
             scores[docs] += self._term_weights(docs, self._tf[start:end][keep], size, average)
         return scores
-
-    def idf_coverage(
-        self, query: str, rows: NDArray[np.int64], visible: NDArray[np.bool_] | None = None
-    ) -> tuple[NDArray[np.float32], float]:
-        """How much of the request's IDF mass (its distinct words, each weighted by its IDF
-        over the visible documents) each of `rows` contains, and the share that no visible
-        document contains at all (a request about something nobody offers). Both 0 when the
-        request has no word BM25 reads. A fixed number of array operations whatever the
-        request's length: it runs on every search."""
-        tokens = list(dict.fromkeys(_tokens(query)))
-        if not tokens:
-            return np.zeros(len(rows), dtype=np.float32), 0.0
-        found = [t for t in (self._term(token) for token in tokens) if t is not None]
-        terms = np.asarray(found, dtype=np.int64)
-        starts, ends = self._starts[terms], self._starts[terms + 1]
-        lengths = ends - starts
-        # Every posting of the request's known terms, and which term each belongs to.
-        first = np.cumsum(lengths) - lengths  # where each term's postings begin, gathered
-        gather = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
-        docs = self._docs[gather]
-        term_of = np.repeat(np.arange(len(terms)), lengths)
-        scoped = visible is not None and not visible.all()
-        if scoped and visible is not None:
-            keep = visible[docs]
-            docs, term_of = docs[keep], term_of[keep]
-            size = int(visible.sum())
-        else:
-            size = self._size
-        df = np.bincount(term_of, minlength=len(terms)).astype(np.float64)
-        idf = np.log(1.0 + (size - df + 0.5) / (df + 0.5))
-        # Words no visible document has weigh the most (df 0), known or not.
-        unknown_idf = float(np.log(1.0 + (size + 0.5) / 0.5))
-        unknown = (len(tokens) - len(terms)) * unknown_idf + float(idf[df == 0].sum())
-        total = float(idf.sum()) + (len(tokens) - len(terms)) * unknown_idf
-        if total <= 0.0:
-            return np.zeros(len(rows), dtype=np.float32), 0.0
-        position = np.full(self._size, -1, dtype=np.int64)
-        position[rows] = np.arange(len(rows))
-        at = position[docs]
-        hit = at >= 0
-        matched = np.zeros(len(rows), dtype=np.float64)
-        np.add.at(matched, at[hit], idf[term_of[hit]])
-        return (matched / total).astype(np.float32), unknown / total
 
 
 def _concatenate(

@@ -18,6 +18,7 @@ from indexer.retrieval.effects import is_destructive
 from indexer.retrieval.features import SHORTLIST, ShortlistFacts, candidate_features
 from indexer.retrieval.first_stage import FirstStage, Request, first_stage
 from indexer.retrieval.learned import LearnedStage, WeakReason
+from indexer.retrieval.lexical_terms import idf_coverage
 from indexer.retrieval.segment import IndexedTool
 from indexer.retrieval.tool_index import Eligible, Hit, ToolIndex
 
@@ -147,7 +148,7 @@ def shortlist_features(
     texts = request.texts
     rows = stage.rows[listed.positions]
     if stage.scores.lexical_scaled is not None:
-        matched, unknown = index.bm25.idf_coverage(texts[0], rows, stage.mask)
+        matched, unknown = idf_coverage(index.bm25, texts[0], rows, stage.mask)
     else:
         matched, unknown = np.zeros(len(rows), dtype=np.float32), 0.0
     facts = ShortlistFacts(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from indexer.retrieval.document import document_text
 from indexer.retrieval.lexical import ArrayBM25, LexicalIndex
+from indexer.retrieval.lexical_terms import idf_coverage
 from registry.ingest.catalog_dir import CATALOG_SUFFIXES
 from tests.conftest import CATALOGS
 
@@ -117,8 +118,8 @@ def test_idf_coverage_is_the_share_of_the_requests_idf_mass_each_document_holds(
         visible[0] = True
     rows = [i for i, ok in enumerate(visible) if ok]
     index = ArrayBM25(documents)
-    matched, unknown = index.idf_coverage(
-        query, np.asarray(rows, dtype=np.int64), np.asarray(visible)
+    matched, unknown = idf_coverage(
+        index, query, np.asarray(rows, dtype=np.int64), np.asarray(visible)
     )
     expected, expected_unknown = _coverage_by_hand(documents, query, rows, visible)
     np.testing.assert_allclose(matched, expected, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,113 @@
+"""BM25 read at a million tools: a request's best documents, and the share of its words each
+shortlisted tool holds, without reading every posting of its words.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+from numpy.typing import NDArray
+
+from indexer.retrieval.lexical import ArrayBM25, words
+
+# Past this many documents, the best are chosen among those reaching the k-th best of every
+# SAMPLE_STRIDE-th document (`best_rows`).
+SAMPLE_FROM = 65_536
+SAMPLE_STRIDE = 16
+
+
+_sorted: weakref.WeakKeyDictionary[ArrayBM25, dict[int, NDArray[np.int32]]] = (
+    weakref.WeakKeyDictionary()
+)
+_sorted_lock = threading.Lock()
+
+
+def term_documents(bm25: ArrayBM25, term: int) -> NDArray[np.int32]:
+    """A known word's documents in ascending order, sorted once per index (a splice leaves
+    a word's new documents after its old ones; an index never changes)."""
+    with _sorted_lock:
+        terms = _sorted.setdefault(bm25, {})
+    docs = terms.get(term)
+    if docs is None:
+        docs = bm25.documents(term)
+        if len(docs) > 1 and not bool((docs[1:] > docs[:-1]).all()):
+            docs = np.sort(docs)
+        terms[term] = docs
+    return docs
+
+
+def holding(docs: NDArray[np.int32], rows: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which of `rows` are among `docs` (ascending)."""
+    if not len(docs):
+        return np.zeros(len(rows), dtype=bool)
+    at = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
+    return np.asarray(docs[at] == rows)
+
+
+def best_rows(scores: NDArray[np.float32], k: int, allowed: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """Up to `k` allowed documents with a positive score, the best ones (which of several
+    equal scores at the k-th place is unspecified).
+
+    At a million tools a request's words match hundreds of thousands of documents, and
+    selecting among all of them was most of the lexical work. The k-th best of every
+    `SAMPLE_STRIDE`-th document is a score at least k documents reach, so the best k are
+    among the documents scoring that much: one comparison over the scores, then a selection
+    among a few thousand."""
+    if len(scores) >= SAMPLE_FROM:
+        sample = scores[::SAMPLE_STRIDE][allowed[::SAMPLE_STRIDE]]
+        sample = sample[sample > 0.0]
+        if len(sample) >= k:
+            reached = np.partition(sample, len(sample) - k)[len(sample) - k]
+            positive = np.flatnonzero((scores >= reached) & allowed)
+            return positive[np.argpartition(-scores[positive], k - 1)[:k]].astype(np.int64)
+    positive = np.flatnonzero(allowed & (scores > 0.0))
+    if len(positive) > k:
+        positive = positive[np.argpartition(-scores[positive], k - 1)[:k]]
+    return positive.astype(np.int64)
+
+
+def idf_coverage(
+    bm25: ArrayBM25,
+    query: str,
+    rows: NDArray[np.int64],
+    visible: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.float32], float]:
+    """How much of the request's IDF mass (its distinct words, each weighted by its IDF over
+    the visible documents) each of `rows` contains, and the share that no visible document
+    contains at all (a request about something nobody offers). Both 0 when the request has no
+    word BM25 reads. It runs on every search: over the whole collection it looks the rows up
+    in each word's documents (`term_documents`), never reading them all."""
+    tokens = list(dict.fromkeys(words(query)))
+    if not tokens:
+        return np.zeros(len(rows), dtype=np.float32), 0.0
+    terms = bm25.term_ids(tokens)
+    scoped = visible is not None and not visible.all()
+    rows = np.asarray(rows, dtype=np.int64)
+    members: list[NDArray[np.bool_]] = []
+    if scoped and visible is not None:
+        size = int(visible.sum())
+        df_list = []
+        for term in terms:
+            docs = bm25.documents(term)
+            seen = docs[visible[docs]]
+            df_list.append(len(seen))
+            members.append(np.isin(rows, seen))
+        df = np.asarray(df_list, dtype=np.float64)
+    else:
+        size = len(bm25)
+        held = [term_documents(bm25, t) for t in terms]
+        df = np.asarray([len(docs) for docs in held], dtype=np.float64)
+        members = [holding(docs, rows) for docs in held]
+    idf = np.log(1.0 + (size - df + 0.5) / (df + 0.5))
+    # Words no visible document has weigh the most (df 0), known or not.
+    unknown_idf = float(np.log(1.0 + (size + 0.5) / 0.5))
+    unknown = (len(tokens) - len(terms)) * unknown_idf + float(idf[df == 0].sum())
+    total = float(idf.sum()) + (len(tokens) - len(terms)) * unknown_idf
+    if total <= 0.0:
+        return np.zeros(len(rows), dtype=np.float32), 0.0
+    matched = np.zeros(len(rows), dtype=np.float64)
+    for inside, weight in zip(members, idf.tolist(), strict=True):
+        matched[inside] += weight
+    return (matched / total).astype(np.float32), unknown / total
