@@ -144,10 +144,17 @@ class Literals:
         ids: set[str] = set()
         codes: set[int] = set()
         base = self._base or self
+        # Whether a name is spelled in the request, once per name: many catalogs can hold a
+        # tool of the same name (mirrors of one server, at a million tools hundreds of them).
+        spelled: dict[str, bool] = {}
         for word in lowered:  # every key is lowercase
             ids.update(_current(self._exact, base._exact, word, ()))
             for tool_id in _current(self._by_name, base._by_name, word, ()):
-                if lookup_key(tool_id.partition("/")[2]) in words:
+                name = tool_id.partition("/")[2]
+                found = spelled.get(name)
+                if found is None:
+                    found = spelled[name] = lookup_key(name) in words
+                if found:
                     ids.add(tool_id)
             catalog = _current(self._catalogs, base._catalogs, word, "")
             if catalog and lookup_key(catalog) in words:
