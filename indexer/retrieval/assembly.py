@@ -10,7 +10,6 @@ instead of filled again, and nothing is tokenised or normalised twice.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ SPLICE_SHARE = 0.5
 Scalar = TypeVar("Scalar", bound=np.generic)
 # Files the name lookups of whole builds, one at a time, off the builder's thread.
 _FILING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capreg-literals")
-_WARMING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capreg-bm25")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -140,10 +138,6 @@ def assemble(
         vectors = VectorIndex(store, slots=slots, partition=partition, keys=keys, mean=mean)
         bm25 = ArrayBM25.joined(space.vocabulary, [s.postings for s in ordered])
         literals = _FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered])
-        # A full build's term weights are computed in the background, so the first requests
-        # after a start do not each pay for the words they are first to use. (A splice moves
-        # every weight a little; its requests compute them as they go.)
-        _WARMING.submit(_warm, weakref.ref(bm25))
 
     return Assembly(
         segments=ordered,
@@ -159,13 +153,6 @@ def assemble(
         centroids=_stack([s.centroid[None, :] for s in ordered], (0, dimension), np.float32),
         spliced=splice,
     )
-
-
-def _warm(index: weakref.ref[ArrayBM25]) -> None:
-    """Warms the index's term weights, unless a newer build has replaced it already."""
-    bm25 = index()
-    if bm25 is not None:
-        bm25.warm()
 
 
 def _spliced_literals(

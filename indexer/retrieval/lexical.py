@@ -336,15 +336,6 @@ class ArrayBM25:
         only)."""
         return self._docs[self._starts[term] : self._starts[term + 1]]
 
-    def warm(self) -> None:
-        """Computes every term's weights now, which a request otherwise does for each term the
-        first time it uses it: a cost linear in the term's postings, large for common words
-        in a large index."""
-        starts = self._starts.tolist()
-        for term in range(self._terms):
-            if starts[term] < starts[term + 1] and term not in self._weights:
-                self._weight(term)
-
     def _term(self, token: str) -> int | None:
         term = self._vocab.get(token)
         # The vocabulary is shared and grows: a term newer than this index matches nothing.

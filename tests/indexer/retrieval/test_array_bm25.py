@@ -124,11 +124,3 @@ def test_idf_coverage_is_the_share_of_the_requests_idf_mass_each_document_holds(
     expected, expected_unknown = _coverage_by_hand(documents, query, rows, visible)
     np.testing.assert_allclose(matched, expected, rtol=1e-5, atol=1e-6)
     assert unknown == pytest.approx(expected_unknown, rel=1e-9, abs=1e-12)
-
-
-def test_warmed_weights_score_exactly_like_weights_computed_on_first_use() -> None:
-    documents = _sample_documents()
-    warmed, fresh = ArrayBM25(documents), ArrayBM25(documents)
-    warmed.warm()
-    for query in QUERIES:
-        np.testing.assert_array_equal(warmed.scores(query), fresh.scores(query))
