@@ -91,6 +91,9 @@ EVERYTHING = {
         "revision",
         "updated_at",
         "source_digest",
+        # The catalog's image (decision 0077): without it a replica derives every catalog's
+        # texts and tokens again, which no store written by this version makes it do.
+        "image",
     ],
     "tools": ["catalog", "name", "position", "data", "function_name", "revision"],
     **EMBEDDINGS,
