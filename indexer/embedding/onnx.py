@@ -158,7 +158,7 @@ class OnnxEmbedder:
     core, and concurrent requests share them. A second, single-threaded session for requests
     arriving while the first was busy held another copy of the weights (about 90 MB) and
     served no more requests per second than concurrent runs of the one session
-    (docs/decisions/0078-one-onnx-session-serves-concurrent-requests.md).
+    (docs/decisions/0078-one-onnx-session-and-lexical-work-bounded-at-size.md).
     """
 
     def __init__(
