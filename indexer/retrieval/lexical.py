@@ -269,6 +269,7 @@ class ArrayBM25:
         self._average = float(lengths.mean()) if self._size else 1.0
         self._starts = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
         self._weights: dict[int, NDArray[np.float32]] = {}
+        self._sorted: dict[int, NDArray[np.int32]] = {}
 
     @classmethod
     def joined(cls, vocabulary: Vocabulary, parts: Sequence[Postings]) -> ArrayBM25:
@@ -332,9 +333,16 @@ class ArrayBM25:
         return [t for t in map(self._term, tokens) if t is not None]
 
     def documents(self, term: int) -> NDArray[np.int32]:
-        """A known term's documents, in no particular order (the index's own array: read
-        only)."""
-        return self._docs[self._starts[term] : self._starts[term + 1]]
+        """A known term's documents in ascending order (read only). A splice leaves a term's
+        new documents after its old ones: such a term's are sorted the first time they are
+        asked for, and remembered (an index never changes)."""
+        docs = self._sorted.get(term)
+        if docs is None:
+            docs = self._docs[self._starts[term] : self._starts[term + 1]]
+            if len(docs) > 1 and not bool((docs[1:] > docs[:-1]).all()):
+                docs = np.sort(docs)
+            self._sorted[term] = docs
+        return docs
 
     def _term(self, token: str) -> int | None:
         term = self._vocab.get(token)

@@ -4,9 +4,6 @@ shortlisted tool holds, without reading every posting of its words.
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,27 +15,7 @@ SAMPLE_FROM = 65_536
 SAMPLE_STRIDE = 16
 
 
-_sorted: weakref.WeakKeyDictionary[ArrayBM25, dict[int, NDArray[np.int32]]] = (
-    weakref.WeakKeyDictionary()
-)
-_sorted_lock = threading.Lock()
-
-
-def term_documents(bm25: ArrayBM25, term: int) -> NDArray[np.int32]:
-    """A known word's documents in ascending order, sorted once per index (a splice leaves
-    a word's new documents after its old ones; an index never changes)."""
-    with _sorted_lock:
-        terms = _sorted.setdefault(bm25, {})
-    docs = terms.get(term)
-    if docs is None:
-        docs = bm25.documents(term)
-        if len(docs) > 1 and not bool((docs[1:] > docs[:-1]).all()):
-            docs = np.sort(docs)
-        terms[term] = docs
-    return docs
-
-
-def holding(docs: NDArray[np.int32], rows: NDArray[np.int64]) -> NDArray[np.bool_]:
+def _holding(docs: NDArray[np.int32], rows: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Which of `rows` are among `docs` (ascending)."""
     if not len(docs):
         return np.zeros(len(rows), dtype=bool)
@@ -77,29 +54,23 @@ def idf_coverage(
     """How much of the request's IDF mass (its distinct words, each weighted by its IDF over
     the visible documents) each of `rows` contains, and the share that no visible document
     contains at all (a request about something nobody offers). Both 0 when the request has no
-    word BM25 reads. It runs on every search: over the whole collection it looks the rows up
-    in each word's documents (`term_documents`), never reading them all."""
+    word BM25 reads. It runs on every search: it looks the rows up in each word's sorted
+    documents (`ArrayBM25.documents`) instead of gathering every posting."""
     tokens = list(dict.fromkeys(words(query)))
     if not tokens:
         return np.zeros(len(rows), dtype=np.float32), 0.0
     terms = bm25.term_ids(tokens)
-    scoped = visible is not None and not visible.all()
     rows = np.asarray(rows, dtype=np.int64)
-    members: list[NDArray[np.bool_]] = []
-    if scoped and visible is not None:
+    held = [bm25.documents(t) for t in terms]
+    members = [_holding(docs, rows) for docs in held]
+    if visible is not None and not visible.all():
+        # The collection is what the caller sees: its size, each word's documents in it.
         size = int(visible.sum())
-        df_list = []
-        for term in terms:
-            docs = bm25.documents(term)
-            seen = docs[visible[docs]]
-            df_list.append(len(seen))
-            members.append(np.isin(rows, seen))
-        df = np.asarray(df_list, dtype=np.float64)
+        df = np.asarray([int(visible[docs].sum()) for docs in held], dtype=np.float64)
+        members = [inside & visible[rows] for inside in members]
     else:
         size = len(bm25)
-        held = [term_documents(bm25, t) for t in terms]
         df = np.asarray([len(docs) for docs in held], dtype=np.float64)
-        members = [holding(docs, rows) for docs in held]
     idf = np.log(1.0 + (size - df + 0.5) / (df + 0.5))
     # Words no visible document has weigh the most (df 0), known or not.
     unknown_idf = float(np.log(1.0 + (size + 0.5) / 0.5))
