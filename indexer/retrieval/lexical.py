@@ -86,13 +86,9 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 
 
-def _tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
-
-
 def words(text: str) -> list[str]:
     """`text`'s tokens as BM25 reads them, in order."""
-    return _tokens(text)
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
 
 
 # Term ids shared by every part of one corpus (append-only: an id never changes meaning, so
@@ -104,7 +100,7 @@ Vocabulary = dict[str, int]
 def _document_terms(text: str) -> tuple[tuple[tuple[str, int], ...], int]:
     """A text's distinct terms with their counts, and its length in tokens. Remembered: the
     same server registered under several names has the same texts."""
-    tokens = _tokens(text)
+    tokens = words(text)
     return tuple(Counter(tokens).items()), len(tokens)
 
 
@@ -377,7 +373,7 @@ class ArrayBM25:
         if visible is not None and not visible.all():
             return self._scores_within(query, visible)
         scores = np.zeros(self._size, dtype=np.float32)
-        for token in _tokens(query):
+        for token in words(query):
             term = self._term(token)
             if term is not None:
                 start, end = self._starts[term], self._starts[term + 1]
@@ -391,7 +387,7 @@ class ArrayBM25:
         if not size:
             return scores
         average = float(self._lengths[visible].mean())
-        for token in _tokens(query):
+        for token in words(query):
             term = self._term(token)
             if term is None:
                 continue

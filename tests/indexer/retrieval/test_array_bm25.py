@@ -81,13 +81,13 @@ def _coverage_by_hand(
     documents: list[str], query: str, rows: list[int], visible: list[bool]
 ) -> tuple[list[float], float]:
     """The IDF-mass coverage written out word by word (the definition)."""
-    from indexer.retrieval.lexical import _tokens
+    from indexer.retrieval.lexical import words as bm25_words
 
     seen = [i for i, ok in enumerate(visible) if ok]
-    words = [set(_tokens(documents[i])) for i in range(len(documents))]
+    words = [set(bm25_words(documents[i])) for i in range(len(documents))]
     matched = [0.0] * len(rows)
     total = unknown = 0.0
-    for token in dict.fromkeys(_tokens(query)):
+    for token in dict.fromkeys(bm25_words(query)):
         df = sum(1 for i in seen if token in words[i])
         idf = float(np.log(1.0 + (len(seen) - df + 0.5) / (df + 0.5)))
         total += idf
