@@ -81,7 +81,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             corpus = Corpus(name, embedder, datasets=datasets, workdir=workdir)
             try:
                 held_out[name] = corpus.shortlists(result.stage.adapter)
-                if not folds:  # over a tuned encoder there is no adapter to leave out
+                if not folds:  # the variant without the adapter is refitted over one encoder only
                     raw_held_out[name] = corpus.shortlists(None)
             finally:
                 corpus.close()

@@ -257,12 +257,14 @@ def training_report(result: Training, command: str) -> str:
     ]
     if not result.adapter_check:
         lines += [
-            "## No query adapter",
+            "## Features and query adapter from the fold encoders",
             "",
             "The fine-tuned encoder is served, and each tuning request's features come from "
             "the encoder fitted without its fold (decisions 0069, 0070): the served encoder "
             "has seen every tuning request, so a ranker fitted on its own cosines would "
-            "trust them too far. No adapter is fitted over a fine-tuned encoder.",
+            "trust them too far. The query adapter is fitted on each request's vector from "
+            "the encoder that never saw it, and each set's shortlists were mapped by the "
+            "adapter fitted on the other sets.",
             "",
         ]
     else:

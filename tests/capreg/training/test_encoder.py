@@ -112,7 +112,7 @@ def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_fold_encoders(
         fold_overlay(fold).write_bytes(b"")
     features = cross_fit.ranker_features(None)
     assert features.model is None
-    assert not features.adapt
+    assert features.adapt
     assert features.folds == tuple(fold_overlay(fold) for fold in range(FOLDS))
     # A folder named on the command line is served as it is, and learned from as it is.
     assert cross_fit.ranker_features(tmp_path / "f") == named
