@@ -53,7 +53,6 @@ def cmd_train(args: argparse.Namespace) -> int:
                 datasets=datasets,
                 workdir=workdir,
                 raw=bool(args.ablation),
-                adapt=features.adapt,
             )
     except (ValueError, FileNotFoundError) as exc:
         raise CommandError(str(exc)) from exc

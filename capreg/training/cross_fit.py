@@ -33,11 +33,10 @@ class RankerFeatures:
 
     `folds`: the overlays of the encoders fitted each without one fold of the tuning requests
     (cross-fitted: each request's features come from an encoder that never saw it). `model`:
-    the folder otherwise (None: the default), and whether a query adapter is fitted for it.
+    the folder otherwise (None: the default).
     """
 
     model: Path | None
-    adapt: bool
     folds: tuple[Path, ...] = ()
 
 
@@ -55,8 +54,8 @@ def ranker_features(configured: Path | None) -> RankerFeatures:
                 f"the fold encoders the learned stage is fitted over are missing "
                 f"({', '.join(missing)}): run `make train-encoder` first"
             )
-        return RankerFeatures(model=None, adapt=True, folds=overlays)
-    return RankerFeatures(model=configured, adapt=True)
+        return RankerFeatures(model=None, folds=overlays)
+    return RankerFeatures(model=configured)
 
 
 def cross_fitted_adapters(

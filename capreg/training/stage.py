@@ -73,32 +73,27 @@ def train(
     workdir: Path = DEFAULT_WORKDIR,
     raw: bool = False,
     intents: Intents = split_intents,
-    adapt: bool = True,
 ) -> Training:
     """The learned stage fitted on TUNING_SETS (all features): the query adapter on every
     tuning set, and the ranker and weak_match on shortlists cross-fitted for it (each set's
     requests mapped by an adapter fitted on the other sets, so the ranker learns how far an
     adapted cosine can be trusted on a corpus the adapter has not seen). `intents` makes
     the tuning shortlists' parts of a request (a bench's variant; served: its clauses).
-    Without `adapt`, no adapter: the features come from an encoder other than the served
-    one (`capreg train` fits the ranker over the base encoder when a tuned one is shipped),
-    whose space an adapter would not fit (`cross_fit` fits over a tuned encoder)."""
+    Over a fine-tuned encoder `cross_fit.train_cross_fitted` fits instead."""
     corpora: dict[str, Corpus] = {}
     try:
         for name in TUNING_SETS:
             corpora[name] = Corpus(name, embedder, datasets=datasets, workdir=workdir)
-        sets = {name: corpus.adapter_set() for name, corpus in corpora.items()} if adapt else {}
-        adapter = fit_adapter(list(sets.values()), embedder.model_id) if adapt else None
+        sets = {name: corpus.adapter_set() for name, corpus in corpora.items()}
+        adapter = fit_adapter(list(sets.values()), embedder.model_id)
         tuning: dict[str, list[Shortlisted]] = {}
         check: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
         copies: dict[str, tuple[int, int]] = {}
         unserved: dict[str, int] = {}
         for name, corpus in corpora.items():
-            without = None
-            if adapt:
-                others = [sets[o] for o in TUNING_SETS if o != name]
-                without = fit_adapter(others, embedder.model_id)
-                check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
+            others = [sets[o] for o in TUNING_SETS if o != name]
+            without = fit_adapter(others, embedder.model_id)
+            check[name] = (dense_metrics(sets[name], None), dense_metrics(sets[name], without))
             tuning[name] = corpus.shortlists(without, intents=intents)
             if corpus.copies:
                 copies[name] = (corpus.copies, corpus.copies_with_twins)

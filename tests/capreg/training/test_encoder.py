@@ -101,8 +101,8 @@ def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_fold_encoders(
 ) -> None:
     monkeypatch.setattr(cross_fit, "OVERLAY_FILE", tmp_path / "encoder.safetensors")
     monkeypatch.chdir(tmp_path)
-    assert cross_fit.ranker_features(None) == cross_fit.RankerFeatures(None, True)
-    named = cross_fit.RankerFeatures(tmp_path / "f", True)
+    assert cross_fit.ranker_features(None) == cross_fit.RankerFeatures(None)
+    named = cross_fit.RankerFeatures(tmp_path / "f")
     assert cross_fit.ranker_features(tmp_path / "f") == named
     (tmp_path / "encoder.safetensors").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match="run `make train-encoder` first"):
@@ -112,7 +112,6 @@ def test_with_a_tuned_encoder_shipped_the_ranker_learns_from_the_fold_encoders(
         fold_overlay(fold).write_bytes(b"")
     features = cross_fit.ranker_features(None)
     assert features.model is None
-    assert features.adapt
     assert features.folds == tuple(fold_overlay(fold) for fold in range(FOLDS))
     # A folder named on the command line is served as it is, and learned from as it is.
     assert cross_fit.ranker_features(tmp_path / "f") == named

@@ -42,7 +42,7 @@ def test_retraining_on_the_tuning_splits_reproduces_the_committed_model(
     if folds:
         result = train_cross_fitted(embedder, folds, datasets=DATASETS, workdir=eval_workdir)
     else:
-        result = train(embedder, datasets=DATASETS, workdir=eval_workdir, adapt=features.adapt)
+        result = train(embedder, datasets=DATASETS, workdir=eval_workdir)
     committed = load_learned_stage(MODEL_FILE)
     assert committed is not None
     check = compare_with_committed(committed, MODEL_FILE.read_text(encoding="utf-8"), result)
