@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -119,6 +120,18 @@ class SegmentSource:
     tokens: Tokenised
 
 
+# Past this many vectors the arena holds them as float16: half the bytes of the largest thing a
+# tool costs (768 against 1,536 bytes). Every labeled set of `make eval` is far below it (so its
+# figures are those of float32 vectors), and above it searches run on IVF lists that are float16
+# already (decision 0079).
+HALF_PRECISION_ROWS = 65_536
+
+
+def arena_dtype(rows: int) -> type[np.floating[Any]]:
+    """The element type of an arena that holds `rows` vectors."""
+    return np.float16 if rows > HALF_PRECISION_ROWS else np.float32
+
+
 class VectorArena:
     """Every segment's vectors, each written once at its slot and never moved.
 
@@ -128,14 +141,19 @@ class VectorArena:
     larger copy; snapshots built before keep the array they were built on. It grows with
     room for half as many again: rows not yet written are zero pages the system has not
     handed out, so the room costs no resident memory, and the changes after a start-up write
-    into it instead of copying every vector (3.4 s at a million tools)."""
+    into it instead of copying every vector (3.4 s at a million tools). Past
+    HALF_PRECISION_ROWS the vectors are float16 (`arena_dtype`); readers get float32 rows
+    (`VectorIndex.rows`)."""
 
-    def __init__(self, dimension: int, capacity: int = 1024) -> None:
-        self._data = np.zeros((capacity, dimension), dtype=np.float32)
+    def __init__(self, dimension: int, capacity: int = 1024, *, holding: int = 0) -> None:
+        """Room for `capacity` vectors, typed for `holding` of them (`arena_dtype`)."""
+        self._data: NDArray[np.floating[Any]] = np.zeros(
+            (capacity, dimension), dtype=arena_dtype(holding)
+        )
         self._used = 0
 
     @property
-    def data(self) -> NDArray[np.float32]:
+    def data(self) -> NDArray[np.floating[Any]]:
         """The current array (rows past the last slot are unused)."""
         return self._data
 
@@ -148,7 +166,7 @@ class VectorArena:
         needed = self._used + rows
         if needed > len(self._data):
             size = max(needed + needed // 2, len(self._data) * 3 // 2)
-            grown = np.zeros((size, self._data.shape[1]), dtype=np.float32)
+            grown = np.zeros((size, self._data.shape[1]), dtype=arena_dtype(needed))
             grown[: self._used] = self._data[: self._used]
             self._data = grown
 
@@ -163,7 +181,11 @@ class VectorArena:
             if len(order):
                 target = self._data[start:end]
                 if isinstance(rows, np.ndarray):
-                    np.take(rows, np.asarray(order, dtype=np.int64), axis=0, out=target)
+                    index = np.asarray(order, dtype=np.int64)
+                    if rows.dtype == target.dtype:
+                        np.take(rows, index, axis=0, out=target)
+                    else:
+                        target[...] = rows[index]
                 else:
                     # One call for the part's rows, written through the flat view (np.stack
                     # made a view of every row first: 3.3 of 11 s of segments at a million).
@@ -172,7 +194,7 @@ class VectorArena:
             self._used = end
         return made
 
-    def append(self, vectors: NDArray[np.float32]) -> NDArray[np.int64]:
+    def append(self, vectors: NDArray[np.floating[Any]]) -> NDArray[np.int64]:
         """Writes `vectors` at the next free slots and returns those slots."""
         self.reserve(len(vectors))
         needed = self._used + len(vectors)
@@ -203,15 +225,16 @@ class SegmentSpace:
         return tuple(self._scope_sets)
 
     @property
-    def vectors(self) -> NDArray[np.float32]:
-        """The arena every slot of this space's segments points into (see `VectorArena`)."""
+    def vectors(self) -> NDArray[np.floating[Any]]:
+        """The arena every slot of this space's segments points into (see `VectorArena`):
+        float32, or float16 past HALF_PRECISION_ROWS."""
         return self._arena.data
 
     def vector(self, key: str) -> NDArray[np.float32] | None:
         """The vector of document hash `key` when a segment of this space holds it."""
         with self._lock:
             slot = self._slot_of.get(key)
-            return None if slot is None else self._arena.data[slot].copy()
+            return None if slot is None else self._arena.data[slot].astype(np.float32)
 
     def held_keys(self) -> list[str]:
         """The document hashes whose vectors segments of this space hold."""
@@ -294,7 +317,7 @@ class SegmentSpace:
         with self._lock:
             old = self._arena.data
             live = sum(map(len, segments))
-            self._arena = VectorArena(self.dimension, max(live + live // 2, 1024))
+            self._arena = VectorArena(self.dimension, max(live + live // 2, 1024), holding=live)
             moved = [
                 replace(segment, slots=self._arena.append(old[segment.slots]))
                 for segment in segments

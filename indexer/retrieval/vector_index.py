@@ -4,8 +4,9 @@ Below a size threshold every vector is scored (one matrix product, exact). Above
 inverted-file index (FAISS IVF, vectors kept in the lists as float16) scores only the lists
 nearest the query: its coarse partition is trained once and reused across snapshots, and each
 vector's list is remembered by key, so a catalog change does not re-cluster or re-assign the
-other tools. The lists only choose candidates: their scores are recomputed from the float32
-vectors.
+other tools. The lists only choose candidates: their scores are recomputed from the vectors
+the index reads its rows from (float32, or float16 in an arena past
+`segment.HALF_PRECISION_ROWS`: the lists' own precision).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ MIN_PROBES = 64
 # A partition is retrained when the corpus has grown or shrunk this much since training.
 RETRAIN_FACTOR = 4.0
 _TRAIN_POINTS_PER_LIST = 32
+_ADD_PART = 65_536  # rows added to IVF lists per call (`VectorIndex._add`)
 _TRAIN_ITERATIONS = 10
 
 
@@ -121,7 +123,7 @@ class Partition:
         self._lock = threading.Lock()
 
     @classmethod
-    def train(cls, vectors: NDArray[np.float32], *, seed: int = 7) -> Partition:
+    def train(cls, vectors: NDArray[np.floating[Any]], *, seed: int = 7) -> Partition:
         """k-means (spherical) over a sample of at most 32 points per list."""
         unique = np.unique(vectors, axis=0) if len(vectors) <= 200_000 else vectors
         lists = min(list_count(len(vectors)), len(unique))
@@ -182,7 +184,7 @@ class VectorIndex:
 
     def __init__(
         self,
-        store: NDArray[np.float32],
+        store: NDArray[np.floating[Any]],
         *,
         slots: NDArray[np.int64] | None = None,
         partition: Partition | None = None,
@@ -202,7 +204,7 @@ class VectorIndex:
 
     def _setup(
         self,
-        store: NDArray[np.float32],
+        store: NDArray[np.floating[Any]],
         slots: NDArray[np.int64] | None,
         partition: Partition | None,
         mean: NDArray[np.float64] | None,
@@ -210,9 +212,15 @@ class VectorIndex:
         if store.ndim != 2:
             raise ValueError("vectors must be a 2-D array")
         self._dimension = int(store.shape[1])
-        self._store = np.ascontiguousarray(store, dtype=np.float32)
+        # A float16 store (a large arena: segment.arena_dtype) is read as it is; rows handed
+        # out are float32 (`rows`, `matrix`).
+        self._store: NDArray[np.floating[Any]] = (
+            store if store.dtype == np.float16 else np.ascontiguousarray(store, np.float32)
+        )
         self._slots = np.arange(len(store), dtype=np.int64) if slots is None else slots
-        self._matrix: NDArray[np.float32] | None = self._store if slots is None else None
+        self._matrix: NDArray[np.float32] | None = None
+        if slots is None and self._store.dtype == np.float32:
+            self._matrix = cast(NDArray[np.float32], self._store)
         self._lock = threading.Lock()
         self._partition = partition if len(self._slots) else None
         self._ivf = None
@@ -241,19 +249,22 @@ class VectorIndex:
         rows: NDArray[np.int64],
     ) -> None:
         """Adds `rows` under their slots, with their remembered lists: nothing is re-assigned.
-        FAISS reads through raw pointers here, so every array is named for the call."""
-        vectors = self.rows(rows)
-        lists = partition.assign([keys[row] for row in rows.tolist()], vectors)
-        slots = np.ascontiguousarray(self._slots[rows])
-        ivf.add_core(
-            len(vectors), faiss.swig_ptr(vectors), faiss.swig_ptr(slots), faiss.swig_ptr(lists)
-        )
+        FAISS reads through raw pointers, so every array is named for the call. In parts:
+        over a float16 store each part's rows are a float32 copy."""
+        for start in range(0, len(rows), _ADD_PART):
+            part = rows[start : start + _ADD_PART]
+            vectors = self.rows(part)
+            lists = partition.assign([keys[row] for row in part.tolist()], vectors)
+            slots = np.ascontiguousarray(self._slots[part])
+            ivf.add_core(
+                len(vectors), faiss.swig_ptr(vectors), faiss.swig_ptr(slots), faiss.swig_ptr(lists)
+            )
 
     @classmethod
     def spliced(
         cls,
         previous: VectorIndex,
-        store: NDArray[np.float32],
+        store: NDArray[np.floating[Any]],
         *,
         slots: NDArray[np.int64],
         partition: Partition | None,
@@ -306,13 +317,13 @@ class VectorIndex:
         """Every row's vector, in row order (gathered from the store on first use)."""
         with self._lock:
             if self._matrix is None:
-                self._matrix = np.ascontiguousarray(self._store[self._slots])
+                self._matrix = np.ascontiguousarray(self._store[self._slots], np.float32)
             return self._matrix
 
     def rows(self, rows: NDArray[np.signedinteger[Any]]) -> NDArray[np.float32]:
-        """The vectors of `rows`: a copy, or a read-only view when they lie in consecutive
-        slots (as a whole index does after a full build: a million tools' gather was 1.5 GB
-        more at its peak)."""
+        """The vectors of `rows`, float32: a copy, or a read-only view when they lie in
+        consecutive slots of a float32 store (as a whole index does after a full build: a
+        million tools' gather was 1.5 GB more at its peak)."""
         if self._matrix is not None:
             return np.ascontiguousarray(self._matrix[rows])
         slots = self._slots[rows]
@@ -320,9 +331,11 @@ class VectorIndex:
             first = int(slots[0])
             if np.array_equal(slots, np.arange(first, first + len(slots))):
                 view = self._store[first : first + len(slots)]
+                if view.dtype != np.float32:
+                    return view.astype(np.float32)
                 view.flags.writeable = False
-                return view
-        return np.ascontiguousarray(self._store[slots])
+                return cast(NDArray[np.float32], view)
+        return np.ascontiguousarray(self._store[slots], np.float32)
 
     def _chunked_sum(
         self, part: Callable[[NDArray[np.float32]], NDArray[np.float64]]

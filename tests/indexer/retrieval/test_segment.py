@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from indexer.retrieval import segment as segment_module
 from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import SegmentSource, SegmentSpace
 from tests.indexer.retrieval.test_assembly import DIMENSION, make_segment
@@ -52,3 +54,24 @@ def test_segments_made_together_equal_those_made_one_at_a_time() -> None:
         assert one.slots.base is None  # its own array: nothing else kept alive by it
     for key in (key for segment in together for key in segment.keys):
         np.testing.assert_array_equal(together_space.vector(key), apart_space.vector(key))
+
+
+def test_an_arena_past_the_half_precision_size_holds_float16_and_hands_out_float32(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(segment_module, "HALF_PRECISION_ROWS", 1000)
+    space = SegmentSpace(DIMENSION)  # room for 1,024 vectors at first
+    first = make_segment(space, "alpha", 600, 1)
+    assert space.vectors.dtype == np.float32
+    before = space.vectors[first.slots].copy()
+    # Growing past the size converts what is there; the next segment is written as float16.
+    second = make_segment(space, "beta", 600, 2)
+    assert space.vectors.dtype == np.float16
+    assert np.allclose(space.vectors[first.slots].astype(np.float32), before, atol=1e-3)
+    vector = space.vector(second.keys[0])
+    assert vector is not None
+    assert vector.dtype == np.float32
+    # A renumbering that leaves fewer live vectors than the size goes back to float32.
+    (moved,) = space.renumbered([first])
+    assert space.vectors.dtype == np.float32
+    assert np.allclose(space.vectors[moved.slots], before, atol=1e-3)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from indexer.retrieval import vector_index
 from indexer.retrieval.scaling import Scaling
 from indexer.retrieval.vector_index import Partition, VectorIndex, list_count
 
@@ -133,3 +134,31 @@ def test_reports_name_the_blas_kernels_numpy_runs() -> None:
     assert any(part.startswith("numpy: openblas ") for part in plain.split(", "))
     assert plain != wide
     assert wide.split(", ") == sorted(wide.split(", "))
+
+
+def test_an_index_over_a_float16_store_reads_float32_rows_and_finds_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vector_index, "_ADD_PART", 1000)  # lists filled in six parts
+    vectors = _corpus(6000)
+    half = vectors.astype(np.float16)
+    keys = [f"k{i}" for i in range(len(vectors))]
+    partition = Partition.train(vectors)
+    full = VectorIndex(vectors, partition=partition, keys=keys)
+    slots = np.arange(len(half), dtype=np.int64)
+    compact = VectorIndex(half, slots=slots, partition=partition, keys=keys)
+    assert compact.rows(np.arange(10)).dtype == np.float32  # a consecutive run of slots
+    assert compact.rows(np.asarray([5, 1, 9])).dtype == np.float32  # a gather
+    assert np.allclose(compact.rows(np.arange(10)), vectors[:10], atol=1e-3)
+    assert compact.matrix.dtype == np.float32
+    queries = _corpus(50, seed=9)
+    found_full, rows_full = full.search(queries, 10)
+    found_half, rows_half = compact.search(queries, 10)
+    assert found_half.dtype == np.float32
+    assert np.allclose(found_half, found_full, atol=2e-3)
+    # Only near-ties can swap places: the sets of rows found are nearly all the same.
+    pairs = zip(rows_full, rows_half, strict=True)
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in pairs])
+    assert overlap >= 0.98
+    # Lists filled in parts hold every vector once.
+    assert compact.list_bytes() == full.list_bytes()
