@@ -398,7 +398,7 @@ class Writer:
         live = self._live.catalogs()
         index = self._builder.build(live, self._vectors, generation)
         self._vectors.settle()
-        views = MappingProxyType({c.stored.catalog.name: c.view for c in live})
+        views = MappingProxyType(dict(self._live.views))
         self._publish(Snapshot(index, views, MappingProxyType(dict(self._live.touched))))
         self._generation = generation
         return len(index)

@@ -9,12 +9,12 @@ instead of filled again, and nothing is tokenised or normalised twice.
 
 from __future__ import annotations
 
-import functools
+import bisect
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,6 +52,13 @@ class Assembly:
     # Unit centroid per catalog code.
     centroids: NDArray[np.float32]
     spliced: bool
+    # What a splice reads of the previous snapshot: each row's slot and BM25 length, each
+    # segment's sort key, the vectors' sum (fixed point) and the arena's element type then.
+    slots: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    fixed_sum: NDArray[np.int64]
+    store_dtype: np.dtype[Any]
+    sort_keys: list[str]
 
     @property
     def literals(self) -> Literals:
@@ -85,74 +92,257 @@ def assemble(
 ) -> Assembly:
     """The rows of `segments` (one per catalog, any order; empty ones are left out).
     `previous`, built from segments of the same `space`, is spliced when that is cheaper."""
-    ordered = tuple(sorted((s for s in segments if len(s)), key=lambda s: s.sort_key))
-    sizes = np.asarray([len(s) for s in ordered], dtype=np.int64)
+    if (
+        previous is not None
+        and previous.vectors.partition is partition
+        and previous.store_dtype == space.vectors.dtype  # sums are of the arena's values
+    ):
+        plan = _Plan.of(previous, segments)
+        if plan.changed <= SPLICE_SHARE * max(plan.total, len(previous.entries)):
+            return _spliced(previous, plan, space, partition)
+    return _whole(segments, space, partition)
+
+
+def _whole(
+    segments: Sequence[Segment], space: SegmentSpace, partition: Partition | None
+) -> Assembly:
+    ordered = tuple(sorted((s for s in segments if s.entries), key=lambda s: s.name + "/"))
+    sizes = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered))
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    total = int(bounds[-1])
-    dimension = space.dimension
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
+    sums = _Sums.of(space.vectors, slots, bounds)
+    total = int(bounds[-1])
     keys = list(chain.from_iterable(s.keys for s in ordered))
-    # Summed catalog by catalog in row order, however the snapshot is made: the same mean.
-    mean = functools.reduce(np.add, (s.vector_sum for s in ordered), np.zeros(dimension))
-    mean = mean / max(total, 1)
     store = space.vectors
+    vectors = VectorIndex(
+        store, slots=slots, partition=partition, keys=keys, mean=_mean(sums.fixed, total)
+    )
     lengths = _stack([s.postings.lengths for s in ordered], (0,), np.int64)
-
-    before = {id(s) for s in previous.segments} if previous is not None else set()
-    now = {id(s) for s in ordered}
-    new_rows = [
-        np.arange(start, start + len(s), dtype=np.int64)
-        for s, start in zip(ordered, bounds.tolist(), strict=False)
-        if id(s) not in before
-    ]
-    changed = sum(len(r) for r in new_rows)
-    if previous is not None:
-        changed += sum(len(s) for s in previous.segments if id(s) not in now)
-    splice = previous is not None and changed <= SPLICE_SHARE * max(total, len(previous.entries))
-
-    literals: Literals | Future[Literals]
-    if previous is not None and splice:
-        gone = [s for s in previous.segments if id(s) not in now]
-        added = [s for s in ordered if id(s) not in before]
-        vectors = VectorIndex.spliced(
-            previous.vectors,
-            store,
-            partition=partition,
-            keys=keys,
-            slots=slots,
-            removed=_stack([s.slots for s in gone], (0,), np.int64),
-            added=_stack(new_rows, (0,), np.int64),
-            mean=mean,
-        )
-        literals = _spliced_literals(previous.filing, gone, added)
-        bm25 = previous.bm25.spliced(
-            _moved_rows(previous, ordered, bounds),
-            [
-                (start, s.postings)
-                for s, start in zip(ordered, bounds.tolist(), strict=False)
-                if id(s) not in before
-            ],
-            lengths,
-        )
-    else:
-        vectors = VectorIndex(store, slots=slots, partition=partition, keys=keys, mean=mean)
-        bm25 = ArrayBM25.joined(space.vocabulary, [s.postings for s in ordered])
-        literals = _FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered])
-
     return Assembly(
         segments=ordered,
         bounds=bounds,
         entries=tuple(chain.from_iterable(s.entries for s in ordered)),
         vectors=vectors,
-        bm25=bm25,
-        filing=literals,
+        bm25=ArrayBM25.joined(space.vocabulary, [s.postings for s in ordered]),
+        filing=_FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered]),
         scope_sets=space.scope_sets,
         scope_codes=_stack([s.scope_codes for s in ordered], (0,), np.int32),
         catalogs={s.name: code for code, s in enumerate(ordered)},
         catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), sizes),
-        centroids=_stack([s.centroid[None, :] for s in ordered], (0, dimension), np.float32),
-        spliced=splice,
+        centroids=sums.centroids,
+        spliced=False,
+        slots=slots,
+        lengths=lengths,
+        fixed_sum=sums.fixed,
+        store_dtype=store.dtype,
+        sort_keys=[s.name + "/" for s in ordered],
     )
+
+
+# A piece of a spliced snapshot: a run of the previous snapshot's segments (codes start, end),
+# or a new segment.
+Piece = tuple[int, int] | Segment
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a snapshot is made from the previous one: its segments as runs of the previous
+    snapshot's and new segments between them, in row order."""
+
+    pieces: tuple[Piece, ...]
+    gone: tuple[Segment, ...]
+    added: tuple[Segment, ...]
+    total: int
+    changed: int
+
+    @classmethod
+    def of(cls, previous: Assembly, segments: Sequence[Segment]) -> _Plan:
+        # Linear in the catalogs, but each step a set lookup: the work proportional to the
+        # tools is left to array operations over the previous snapshot's runs.
+        held = set(map(id, previous.segments))
+        current = [s for s in segments if s.entries]
+        now = set(map(id, current))
+        added = sorted((s for s in current if id(s) not in held), key=lambda s: s.name + "/")
+        gone_codes = [code for code, s in enumerate(previous.segments) if id(s) not in now]
+        # Events in the previous snapshot's code order: a new segment goes before the first
+        # previous one that sorts after it (a replaced catalog's sorts equal: it goes first,
+        # then the replaced one is skipped).
+        events: list[tuple[int, int, Segment | None]] = [
+            (bisect.bisect_left(previous.sort_keys, s.name + "/"), 0, s) for s in added
+        ]
+        events += [(code, 1, None) for code in gone_codes]
+        events.sort(key=lambda event: (event[0], event[1]))
+        pieces: list[Piece] = []
+        cursor = 0
+        for code, kind, segment in events:
+            if cursor < code:
+                pieces.append((cursor, code))
+                cursor = code
+            if segment is not None:
+                pieces.append(segment)
+            elif kind == 1:
+                cursor = code + 1
+        if cursor < len(previous.segments):
+            pieces.append((cursor, len(previous.segments)))
+        gone = tuple(previous.segments[code] for code in gone_codes)
+        changed = sum(map(len, added)) + sum(map(len, gone))
+        total = len(previous.entries) + sum(map(len, added)) - sum(map(len, gone))
+        return cls(tuple(pieces), gone, tuple(added), total, changed)
+
+
+def _spliced(
+    previous: Assembly, plan: _Plan, space: SegmentSpace, partition: Partition | None
+) -> Assembly:
+    """The snapshot of `plan`: the previous snapshot's arrays cut at the changed catalogs and
+    joined with the new ones' (array copies; no step per unchanged catalog or tool)."""
+    store = space.vectors
+    old = previous.bounds
+    runs: list[Sequence[Segment]] = []
+    sizes: list[NDArray[np.int64]] = []
+    for piece in plan.pieces:
+        if isinstance(piece, Segment):
+            runs.append((piece,))
+            sizes.append(np.asarray([len(piece)], dtype=np.int64))
+        else:
+            runs.append(previous.segments[piece[0] : piece[1]])
+            sizes.append(np.diff(old[piece[0] : piece[1] + 1]))
+    ordered = tuple(chain.from_iterable(runs))
+    size = _stack(sizes, (0,), np.int64)
+    bounds = np.concatenate(([0], np.cumsum(size))).astype(np.int64)
+    # Each piece's rows: in the previous snapshot (a run), and here.
+    starts = bounds[np.cumsum([0, *map(len, runs)])[:-1]] if runs else bounds[:0]
+    moved = np.full(len(previous.entries), -1, dtype=np.int64)
+    added = _Sums.of_segments(store, plan.added)
+    position = {id(s): i for i, s in enumerate(plan.added)}
+    keys: list[Sequence[str]] = []
+    new_rows, added_postings = [], []
+    entries: list[Sequence[IndexedTool]] = []
+    slot_parts, length_parts, code_parts, centroid_parts = [], [], [], []
+    for piece, start in zip(plan.pieces, starts.tolist(), strict=True):
+        if isinstance(piece, Segment):
+            rows = np.arange(start, start + len(piece), dtype=np.int64)
+            new_rows.append(rows)
+            added_postings.append((start, piece.postings))
+            entries.append(piece.entries)
+            slot_parts.append(piece.slots)
+            length_parts.append(piece.postings.lengths)
+            code_parts.append(piece.scope_codes)
+            i = position[id(piece)]
+            centroid_parts.append(added.centroids[i : i + 1])
+            keys.append((piece.name + "/",))
+        else:
+            first, last = int(old[piece[0]]), int(old[piece[1]])
+            moved[first:last] = np.arange(start, start + last - first, dtype=np.int64)
+            entries.append(previous.entries[first:last])
+            slot_parts.append(previous.slots[first:last])
+            length_parts.append(previous.lengths[first:last])
+            code_parts.append(previous.scope_codes[first:last])
+            centroid_parts.append(previous.centroids[piece[0] : piece[1]])
+            keys.append(previous.sort_keys[piece[0] : piece[1]])
+    slots = _stack(slot_parts, (0,), np.int64)
+    lengths = _stack(length_parts, (0,), np.int64)
+    fixed = previous.fixed_sum - _Sums.of_segments(store, plan.gone).fixed + added.fixed
+    vectors = VectorIndex.spliced(
+        previous.vectors,
+        store,
+        partition=partition,
+        keys=_Keys(ordered, bounds),
+        slots=slots,
+        removed=_stack([s.slots for s in plan.gone], (0,), np.int64),
+        added=_stack(new_rows, (0,), np.int64),
+        mean=_mean(fixed, plan.total),
+    )
+    return Assembly(
+        segments=ordered,
+        bounds=bounds,
+        entries=tuple(chain.from_iterable(entries)),
+        vectors=vectors,
+        bm25=previous.bm25.spliced(moved, added_postings, lengths),
+        filing=_spliced_literals(previous.filing, plan.gone, plan.added),
+        scope_sets=space.scope_sets,
+        scope_codes=_stack(code_parts, (0,), np.int32),
+        catalogs={s.name: code for code, s in enumerate(ordered)},
+        catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), size),
+        centroids=_stack(centroid_parts, (0, space.dimension), np.float32),
+        spliced=True,
+        slots=slots,
+        lengths=lengths,
+        fixed_sum=fixed,
+        store_dtype=store.dtype,
+        sort_keys=list(chain.from_iterable(keys)),
+    )
+
+
+# Vector sums are kept as integers of 2**-32: a snapshot's sum is the same integer whether it
+# was added up catalog by catalog or patched from the previous snapshot's (floats added in
+# another order round differently), so a spliced snapshot scores exactly like a whole one.
+FIXED_POINT = 2.0**32
+# Rows gathered at once to sum segments (a bounded copy at a million tools).
+_SUM_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """Per segment, the direction of its vectors' sum (its centroid); and their sum, fixed
+    point."""
+
+    centroids: NDArray[np.float32]
+    fixed: NDArray[np.int64]
+
+    @classmethod
+    def of_segments(cls, store: NDArray[np.floating[Any]], segments: Sequence[Segment]) -> _Sums:
+        sizes = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
+        bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        return cls.of(store, _stack([s.slots for s in segments], (0,), np.int64), bounds)
+
+    @classmethod
+    def of(
+        cls, store: NDArray[np.floating[Any]], slots: NDArray[np.int64], bounds: NDArray[np.int64]
+    ) -> _Sums:
+        """The segments whose rows are `slots[bounds[i]:bounds[i + 1]]` (none empty)."""
+        dimension = int(store.shape[1])
+        centroids = np.zeros((len(bounds) - 1, dimension), dtype=np.float32)
+        fixed = np.zeros(dimension, dtype=np.int64)
+        first = 0
+        while first < len(bounds) - 1:
+            # Whole segments, about _SUM_ROWS rows at a time.
+            last = int(np.searchsorted(bounds, bounds[first] + _SUM_ROWS, side="right")) - 1
+            last = min(max(last, first + 1), len(bounds) - 1)
+            rows = store[slots[bounds[first] : bounds[last]]]
+            sums = np.add.reduceat(
+                rows, bounds[first:last] - bounds[first], axis=0, dtype=np.float64
+            )
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            centroids[first:last] = sums / np.where(norms > 0, norms, 1.0)
+            fixed += np.rint(sums * FIXED_POINT).astype(np.int64).sum(axis=0)
+            first = last
+        return cls(centroids, fixed)
+
+
+def _mean(fixed: NDArray[np.int64], total: int) -> NDArray[np.float64]:
+    return fixed.astype(np.float64) / FIXED_POINT / max(total, 1)
+
+
+class _Keys(Sequence[str]):
+    """The document hash of each row of a spliced snapshot, looked up when asked for (only
+    the new rows' are)."""
+
+    def __init__(self, ordered: Sequence[Segment], bounds: NDArray[np.int64]) -> None:
+        self._ordered = ordered
+        self._bounds = bounds
+
+    def __len__(self) -> int:
+        return int(self._bounds[-1])
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[str]: ...
+    def __getitem__(self, row: int | slice) -> str | Sequence[str]:
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(len(self)))]
+        code = int(np.searchsorted(self._bounds, row, side="right")) - 1
+        return self._ordered[code].keys[row - int(self._bounds[code])]
 
 
 def _spliced_literals(
@@ -172,21 +362,6 @@ def _spliced_literals(
 
 def _spelled(segments: Sequence[Segment]) -> list[Spelled]:
     return [(e.id, e.tool.name, e.function_name) for s in segments for e in s.entries]
-
-
-def _moved_rows(
-    previous: Assembly, ordered: Sequence[Segment], bounds: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """For each of `previous`' rows, its row among `ordered` (-1: its catalog changed)."""
-    start_of = {id(s): start for s, start in zip(ordered, bounds.tolist(), strict=False)}
-    old_sizes = np.diff(previous.bounds)
-    new_starts = np.asarray(
-        [start_of.get(id(s), -1) for s in previous.segments], dtype=np.int64
-    ).reshape(-1)
-    kept = np.repeat(new_starts >= 0, old_sizes)
-    shift = np.repeat(new_starts - previous.bounds[:-1], old_sizes)
-    rows = np.arange(len(previous.entries), dtype=np.int64) + shift
-    return np.where(kept, rows, -1)
 
 
 def _stack(

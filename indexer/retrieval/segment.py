@@ -2,7 +2,8 @@
 
 A snapshot is its catalogs' segments side by side. A segment holds what the snapshot would
 otherwise recompute for every tool on every change: the tools in id order, their vectors and
-stable vector slots, their BM25 postings, their scope-set codes and the catalog's centroid.
+stable vector slots, their BM25 postings and their scope-set codes. (What their vectors sum to
+is the snapshot's: `indexer.retrieval.assembly`.)
 Segments made by one `SegmentSpace` share term ids, scope-set codes and slots, so a new
 snapshot can be spliced from the previous one and the changed catalogs' segments alone.
 """
@@ -84,9 +85,6 @@ class Segment:
     slots: NDArray[np.int64]
     postings: Postings
     scope_codes: NDArray[np.int32]
-    # The sum of the vectors (float64) and its direction: "what this catalog is about".
-    vector_sum: NDArray[np.float64]
-    centroid: NDArray[np.float32]
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -276,15 +274,11 @@ class SegmentSpace:
             # Every new vector written once, straight to its slot: a start-up makes thousands
             # of small segments, and a copy per step added up (a million tools: 1.5 GB each).
             slot_parts = self._arena.append_parts([(s.matrix, order) for s, order in ordered])
-            arena = self._arena.data
             made = []
             for (source, order), part, slots in zip(ordered, postings, slot_parts, strict=True):
                 codes = [self._code(source.entries[row].required_scopes) for row in order]
                 keys = tuple(source.keys[row] for row in order)
                 self._slot_of.update(zip(keys, slots.tolist(), strict=True))
-                rows = arena[slots[0] : slots[-1] + 1] if len(slots) else arena[:0]
-                total = rows.sum(axis=0, dtype=np.float64)
-                norm = float(np.linalg.norm(total))
                 made.append(
                     Segment(
                         name=source.name,
@@ -293,8 +287,6 @@ class SegmentSpace:
                         slots=slots,
                         postings=part,
                         scope_codes=np.asarray(codes, dtype=np.int32),
-                        vector_sum=total,
-                        centroid=(total / (norm if norm else 1.0)).astype(np.float32),
                     )
                 )
         return made

@@ -107,7 +107,7 @@ class ToolIndex:
         self._centroids = parts.centroids
         # Catalog centroids' mean (and, for "z" only, second moment): the IVF path scales
         # catalog scores over every catalog without scoring them all.
-        self._centroid_mean = self._centroids.astype(np.float64).sum(axis=0) / max(
+        self._centroid_mean = self._centroids.sum(axis=0, dtype=np.float64) / max(
             len(self._centroids), 1
         )
         self._centroid_gram: NDArray[np.float64] | None = None
