@@ -19,7 +19,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.lexical import ArrayBM25
+from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.literal import Literals, Spelled
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.vector_index import Partition, VectorIndex

@@ -7,7 +7,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,16 +190,16 @@ class Postings:
         term_offsets = np.cumsum([0] + [len(t.terms) for t, _ in parts[:-1]], dtype=np.int64)
         entries = [len(tokenised.ids) for tokenised, _ in parts]
         terms = known[
-            _concatenate([tokenised.ids for tokenised, _ in parts])
+            concatenate([tokenised.ids for tokenised, _ in parts])
             + np.repeat(term_offsets, entries)
         ]
-        rows = _concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
-        docs = np.repeat(rows, _concatenate([t.distinct for t, _ in parts])).astype(np.int32)
-        tf = _concatenate([tokenised.tf for tokenised, _ in parts]).astype(np.int32)
+        rows = concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
+        docs = np.repeat(rows, concatenate([t.distinct for t, _ in parts])).astype(np.int32)
+        tf = concatenate([tokenised.tf for tokenised, _ in parts]).astype(np.int32)
         lengths = np.zeros(len(rows), dtype=np.int64)
         sizes = [len(tokenised) for tokenised, _ in parts]
         first = np.repeat(np.cumsum([0, *sizes[:-1]], dtype=np.int64), sizes)
-        lengths[first + rows] = _concatenate([t.lengths for t, _ in parts])
+        lengths[first + rows] = concatenate([t.lengths for t, _ in parts])
         made = []
         start = size_start = 0
         for count, size in zip(entries, sizes, strict=True):
@@ -217,191 +217,7 @@ class Postings:
         return made
 
 
-class ArrayBM25:
-    """The same BM25 as `LexicalIndex` (bm25s' tokens, Lucene variant, K1 and B), built with
-    array operations instead of per-document Python loops, and from parts: a snapshot joins
-    its catalogs' postings, or splices one catalog's into the previous snapshot's, without
-    tokenising anything again. Scores equal bm25s' to float32 rounding (a test holds them
-    together); `LexicalIndex` stays the protocol's reference for the anchor.
-
-    Postings are kept by term (one slice per query token); a term's weights depend on the
-    collection (document count, average length, document frequency) and are computed the
-    first time a request uses the term, the same arithmetic whichever way the index was built.
-    """
-
-    def __init__(self, documents: Sequence[str]) -> None:
-        vocabulary: Vocabulary = {}
-        postings = Postings.of(documents, vocabulary)
-        order = np.argsort(postings.terms, kind="stable")
-        self._setup(
-            vocabulary,
-            postings.docs[order],
-            postings.tf[order],
-            postings.lengths,
-            terms=postings.terms,
-        )
-
-    def _setup(
-        self,
-        vocabulary: Vocabulary,
-        docs: NDArray[np.signedinteger[Any]],
-        tf: NDArray[np.signedinteger[Any]],
-        lengths: NDArray[np.int64],
-        terms: NDArray[np.signedinteger[Any]] | None = None,
-        df: NDArray[np.int64] | None = None,
-    ) -> None:
-        """`docs` and `tf` ordered by term (kept as int32); the term of each is given by
-        `terms` or `df`."""
-        self._vocab = vocabulary
-        self._terms = len(vocabulary)
-        if df is None:
-            assert terms is not None
-            df = np.bincount(terms, minlength=self._terms).astype(np.int64)
-        self._df = df
-        self._docs = docs.astype(np.int32, copy=False)
-        self._tf = tf.astype(np.int32, copy=False)
-        self._lengths = lengths
-        self._size = len(lengths)
-        self._average = float(lengths.mean()) if self._size else 1.0
-        self._starts = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-        self._weights: dict[int, NDArray[np.float32]] = {}
-        self._sorted: dict[int, NDArray[np.int32]] = {}
-
-    @classmethod
-    def joined(cls, vocabulary: Vocabulary, parts: Sequence[Postings]) -> ArrayBM25:
-        """One index over `parts`, in order (each part's rows follow the previous part's)."""
-        index = cls.__new__(cls)
-        sizes = [len(p.lengths) for p in parts]
-        offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-        terms = _concatenate([p.terms for p in parts])
-        docs = _concatenate([p.docs for p in parts]) + np.repeat(
-            offsets[:-1], [len(p.docs) for p in parts]
-        )
-        order = np.argsort(terms, kind="stable")
-        index._setup(
-            vocabulary,
-            docs[order],
-            _concatenate([p.tf for p in parts])[order],
-            _concatenate([p.lengths for p in parts]),
-            terms=terms,
-        )
-        return index
-
-    def spliced(
-        self,
-        moved: NDArray[np.int64],
-        added: Sequence[tuple[int, Postings]],
-        lengths: NDArray[np.int64],
-    ) -> ArrayBM25:
-        """This index with documents moved or dropped and new ones added, in time linear in
-        the postings (no sort of the whole collection, no tokenising).
-
-        `moved[row]` is each current document's new row (-1: dropped); `added` gives each new
-        part's first row; `lengths` every document's length in the new order."""
-        index = ArrayBM25.__new__(ArrayBM25)
-        terms = len(self._vocab)
-        docs = moved[self._docs]
-        keep = docs >= 0
-        kept = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-        df = np.zeros(terms, dtype=np.int64)
-        df[: self._terms] = kept[self._starts[1:]] - kept[self._starts[:-1]]
-        docs, tf = docs[keep], self._tf[keep]
-        if added:
-            new_terms = _concatenate([p.terms for _, p in added])
-            order = np.argsort(new_terms, kind="stable")
-            new_terms = new_terms[order]
-            new_docs = _concatenate([p.docs + start for start, p in added])[order]
-            new_tf = _concatenate([p.tf for _, p in added])[order]
-            # Each new posting goes at the end of its term's slice.
-            ends = np.cumsum(df)
-            docs = np.insert(docs, ends[new_terms], new_docs)
-            tf = np.insert(tf, ends[new_terms], new_tf)
-            df += np.bincount(new_terms, minlength=terms)
-        index._setup(self._vocab, docs, tf, lengths, df=df)
-        return index
-
-    def __len__(self) -> int:
-        return self._size
-
-    def term_ids(self, tokens: Iterable[str]) -> list[int]:
-        """The ids of the tokens this index knows, in order, repeats kept (a request's
-        repeated word counts again in `scores`)."""
-        return [t for t in map(self._term, tokens) if t is not None]
-
-    def documents(self, term: int) -> NDArray[np.int32]:
-        """A known term's documents in ascending order (read only). A splice leaves a term's
-        new documents after its old ones: such a term's are sorted the first time they are
-        asked for, and remembered (an index never changes)."""
-        docs = self._sorted.get(term)
-        if docs is None:
-            docs = self._docs[self._starts[term] : self._starts[term + 1]]
-            if len(docs) > 1 and not bool((docs[1:] > docs[:-1]).all()):
-                docs = np.sort(docs)
-            self._sorted[term] = docs
-        return docs
-
-    def _term(self, token: str) -> int | None:
-        term = self._vocab.get(token)
-        # The vocabulary is shared and grows: a term newer than this index matches nothing.
-        return term if term is not None and term < self._terms else None
-
-    def _weight(self, term: int) -> NDArray[np.float32]:
-        weights = self._weights.get(term)
-        if weights is None:
-            start, end = self._starts[term], self._starts[term + 1]
-            weights = self._term_weights(
-                self._docs[start:end], self._tf[start:end], self._size, self._average
-            )
-            self._weights[term] = weights
-        return weights
-
-    def _term_weights(
-        self, docs: NDArray[np.int32], tf: NDArray[np.int32], size: int, average: float
-    ) -> NDArray[np.float32]:
-        df = len(docs)
-        idf = np.float32(np.log(1.0 + (size - df + 0.5) / (df + 0.5)))
-        norm = K1 * ((1.0 - B) + B * self._lengths[docs] / average)
-        return (idf * (tf / (norm + tf))).astype(np.float32)
-
-    def scores(self, query: str, visible: NDArray[np.bool_] | None = None) -> NDArray[np.float32]:
-        """The BM25 score of every document for `query` (zeros where nothing matches).
-
-        With `visible`, the collection is only the visible documents: their count, average
-        length and each term's document frequency, so documents a caller may not see never
-        change its scores. Invisible documents score zero.
-        """
-        if visible is not None and not visible.all():
-            return self._scores_within(query, visible)
-        scores = np.zeros(self._size, dtype=np.float32)
-        for token in words(query):
-            term = self._term(token)
-            if term is not None:
-                start, end = self._starts[term], self._starts[term + 1]
-                # A term's documents are distinct, so fancy-index addition is exact here.
-                scores[self._docs[start:end]] += self._weight(term)
-        return scores
-
-    def _scores_within(self, query: str, visible: NDArray[np.bool_]) -> NDArray[np.float32]:
-        scores = np.zeros(self._size, dtype=np.float32)
-        size = int(visible.sum())
-        if not size:
-            return scores
-        average = float(self._lengths[visible].mean())
-        for token in words(query):
-            term = self._term(token)
-            if term is None:
-                continue
-            start, end = self._starts[term], self._starts[term + 1]
-            keep = visible[self._docs[start:end]]
-            if not keep.any():
-                continue
-            docs = self._docs[start:end][keep]
-            # The same arithmetic as the whole collection's weights, over the visible ones.
-            scores[docs] += self._term_weights(docs, self._tf[start:end][keep], size, average)
-        return scores
-
-
-def _concatenate(
+def concatenate(
     arrays: Sequence[NDArray[np.signedinteger[Any]]],
 ) -> NDArray[np.signedinteger[Any]]:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.lexical import ArrayBM25, words
+from indexer.retrieval.array_bm25 import ArrayBM25
+from indexer.retrieval.lexical import words
 
 # Past this many documents, the best are chosen among those reaching the k-th best of every
 # SAMPLE_STRIDE-th document (`best_rows`).

@@ -17,8 +17,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.assembly import Assembly, assemble
-from indexer.retrieval.lexical import ArrayBM25, LexicalIndex, protocol_tool_text
+from indexer.retrieval.lexical import LexicalIndex, protocol_tool_text
 from indexer.retrieval.literal import Named
 from indexer.retrieval.scaling import Scaling
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.document import document_text
-from indexer.retrieval.lexical import ArrayBM25, LexicalIndex
+from indexer.retrieval.lexical import LexicalIndex
 from indexer.retrieval.lexical_terms import idf_coverage
 from registry.ingest.catalog_dir import CATALOG_SUFFIXES
 from tests.conftest import CATALOGS
