@@ -127,7 +127,7 @@ def _whole(
         filing=_FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered]),
         scope_sets=space.scope_sets,
         scope_codes=_stack([s.scope_codes for s in ordered], (0,), np.int32),
-        catalogs={s.name: code for code, s in enumerate(ordered)},
+        catalogs=_codes(ordered),
         catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), sizes),
         centroids=sums.centroids,
         spliced=False,
@@ -154,6 +154,12 @@ class _Plan:
     added: tuple[Segment, ...]
     total: int
     changed: int
+
+    @property
+    def in_place(self) -> bool:
+        """Whether every catalog keeps its code: each new segment replaces one of the same
+        name, and nothing else goes (the previous name-to-code map still holds)."""
+        return [s.name for s in self.added] == [s.name for s in self.gone]
 
     @classmethod
     def of(cls, previous: Assembly, segments: Sequence[Segment]) -> _Plan:
@@ -261,7 +267,7 @@ def _spliced(
         filing=_spliced_literals(previous.filing, plan.gone, plan.added),
         scope_sets=space.scope_sets,
         scope_codes=_stack(code_parts, (0,), np.int32),
-        catalogs={s.name: code for code, s in enumerate(ordered)},
+        catalogs=previous.catalogs if plan.in_place else _codes(ordered),
         catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), size),
         centroids=_stack(centroid_parts, (0, space.dimension), np.float32),
         spliced=True,
@@ -317,6 +323,10 @@ class _Sums:
             fixed += np.rint(sums * FIXED_POINT).astype(np.int64).sum(axis=0)
             first = last
         return cls(centroids, fixed)
+
+
+def _codes(ordered: Sequence[Segment]) -> dict[str, int]:
+    return {s.name: code for code, s in enumerate(ordered)}
 
 
 def _mean(fixed: NDArray[np.int64], total: int) -> NDArray[np.float64]:
