@@ -2,9 +2,10 @@
 the previous snapshot's when few catalogs changed.
 
 Either way the result is the same arrays in the same row order (tools by id), so a spliced
-snapshot ranks exactly like one built from nothing; splicing only saves the work: the BM25
-postings are moved and patched instead of sorted again, the IVF lists are copied and patched
-instead of filled again, and nothing is tokenised or normalised twice.
+snapshot ranks exactly like one built from nothing; splicing only saves the work: the
+previous snapshot's per-row arrays are cut at the changed catalogs instead of stacked catalog
+by catalog, BM25 becomes a layer over the last whole index, the IVF lists are copied and
+patched instead of filled again, and nothing is tokenised or normalised twice.
 """
 
 from __future__ import annotations
