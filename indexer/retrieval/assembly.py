@@ -107,9 +107,9 @@ def assemble(
 def _whole(
     segments: Sequence[Segment], space: SegmentSpace, partition: Partition | None
 ) -> Assembly:
-    ordered = tuple(sorted((s for s in segments if s.entries), key=lambda s: s.name + "/"))
+    ordered = tuple(sorted((s for s in segments if s.entries), key=lambda s: s.sort_key))
     sizes = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered))
-    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    bounds = _bounds(sizes)
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
     sums = _Sums.of(space.vectors, slots, bounds)
     total = int(bounds[-1])
@@ -136,7 +136,7 @@ def _whole(
         lengths=lengths,
         fixed_sum=sums.fixed,
         store_dtype=store.dtype,
-        sort_keys=[s.name + "/" for s in ordered],
+        sort_keys=[s.sort_key for s in ordered],
     )
 
 
@@ -169,32 +169,32 @@ class _Plan:
         held = set(map(id, previous.segments))
         current = [s for s in segments if s.entries]
         now = set(map(id, current))
-        added = sorted((s for s in current if id(s) not in held), key=lambda s: s.name + "/")
+        added = sorted((s for s in current if id(s) not in held), key=lambda s: s.sort_key)
         gone_codes = [code for code, s in enumerate(previous.segments) if id(s) not in now]
         # Events in the previous snapshot's code order: a new segment goes before the first
         # previous one that sorts after it (a replaced catalog's sorts equal: it goes first,
         # then the replaced one is skipped).
         events: list[tuple[int, int, Segment | None]] = [
-            (bisect.bisect_left(previous.sort_keys, s.name + "/"), 0, s) for s in added
+            (bisect.bisect_left(previous.sort_keys, s.sort_key), 0, s) for s in added
         ]
         events += [(code, 1, None) for code in gone_codes]
         events.sort(key=lambda event: (event[0], event[1]))
         pieces: list[Piece] = []
         cursor = 0
-        for code, kind, segment in events:
+        for code, _, segment in events:
             if cursor < code:
                 pieces.append((cursor, code))
                 cursor = code
             if segment is not None:
                 pieces.append(segment)
-            elif kind == 1:
+            else:
                 cursor = code + 1
         if cursor < len(previous.segments):
             pieces.append((cursor, len(previous.segments)))
         gone = tuple(previous.segments[code] for code in gone_codes)
-        changed = sum(map(len, added)) + sum(map(len, gone))
-        total = len(previous.entries) + sum(map(len, added)) - sum(map(len, gone))
-        return cls(tuple(pieces), gone, tuple(added), total, changed)
+        new_rows, gone_rows = sum(map(len, added)), sum(map(len, gone))
+        total = len(previous.entries) + new_rows - gone_rows
+        return cls(tuple(pieces), gone, tuple(added), total, new_rows + gone_rows)
 
 
 def _spliced(
@@ -215,13 +215,13 @@ def _spliced(
             sizes.append(np.diff(old[piece[0] : piece[1] + 1]))
     ordered = tuple(chain.from_iterable(runs))
     size = _stack(sizes, (0,), np.int64)
-    bounds = np.concatenate(([0], np.cumsum(size))).astype(np.int64)
+    bounds = _bounds(size)
     # Each piece's rows: in the previous snapshot (a run), and here.
     starts = bounds[np.cumsum([0, *map(len, runs)])[:-1]] if runs else bounds[:0]
     moved = np.full(len(previous.entries), -1, dtype=np.int64)
     added = _Sums.of_segments(store, plan.added)
     position = {id(s): i for i, s in enumerate(plan.added)}
-    keys: list[Sequence[str]] = []
+    sort_keys: list[Sequence[str]] = []
     new_rows, added_postings = [], []
     entries: list[Sequence[IndexedTool]] = []
     slot_parts, length_parts, code_parts, centroid_parts = [], [], [], []
@@ -236,7 +236,7 @@ def _spliced(
             code_parts.append(piece.scope_codes)
             i = position[id(piece)]
             centroid_parts.append(added.centroids[i : i + 1])
-            keys.append((piece.name + "/",))
+            sort_keys.append((piece.sort_key,))
         else:
             first, last = int(old[piece[0]]), int(old[piece[1]])
             moved[first:last] = np.arange(start, start + last - first, dtype=np.int64)
@@ -245,7 +245,7 @@ def _spliced(
             length_parts.append(previous.lengths[first:last])
             code_parts.append(previous.scope_codes[first:last])
             centroid_parts.append(previous.centroids[piece[0] : piece[1]])
-            keys.append(previous.sort_keys[piece[0] : piece[1]])
+            sort_keys.append(previous.sort_keys[piece[0] : piece[1]])
     slots = _stack(slot_parts, (0,), np.int64)
     lengths = _stack(length_parts, (0,), np.int64)
     fixed = previous.fixed_sum - _Sums.of_segments(store, plan.gone).fixed + added.fixed
@@ -276,7 +276,7 @@ def _spliced(
         lengths=lengths,
         fixed_sum=fixed,
         store_dtype=store.dtype,
-        sort_keys=list(chain.from_iterable(keys)),
+        sort_keys=list(chain.from_iterable(sort_keys)),
     )
 
 
@@ -299,8 +299,7 @@ class _Sums:
     @classmethod
     def of_segments(cls, store: NDArray[np.floating[Any]], segments: Sequence[Segment]) -> _Sums:
         sizes = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
-        bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        return cls.of(store, _stack([s.slots for s in segments], (0,), np.int64), bounds)
+        return cls.of(store, _stack([s.slots for s in segments], (0,), np.int64), _bounds(sizes))
 
     @classmethod
     def of(
@@ -324,6 +323,11 @@ class _Sums:
             fixed += np.rint(sums * FIXED_POINT).astype(np.int64).sum(axis=0)
             first = last
         return cls(centroids, fixed)
+
+
+def _bounds(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Where each of consecutive runs of these sizes starts, and one past the last."""
+    return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
 
 
 def _codes(ordered: Sequence[Segment]) -> dict[str, int]:
