@@ -130,24 +130,22 @@ class ArrayBM25:
         own_docs = concatenate([own[1], *(p.docs + start for start, p in added)])
         own_tf = concatenate([own[2], *(p.tf for _, p in added)])
         layer = (terms[order], own_docs[order].astype(np.int32), own_tf[order].astype(np.int32))
-        index = ArrayBM25.__new__(ArrayBM25)
         if len(layer[0]) >= FOLD_SHARE * len(base._docs):
-            base._rebuilt(index, to_base, layer, lengths)
-        else:
-            index._common(base._vocab, lengths)
-            index._base = base
-            index._moved = to_base
-            index._own_terms, index._own_docs, index._own_tf = layer
+            return base._rebuilt(to_base, layer, lengths)
+        index = ArrayBM25.__new__(ArrayBM25)
+        index._common(base._vocab, lengths)
+        index._base = base
+        index._moved = to_base
+        index._own_terms, index._own_docs, index._own_tf = layer
         return index
 
     def _rebuilt(
         self,
-        index: ArrayBM25,
         moved: NDArray[np.int32],
         own: tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int32]],
         lengths: NDArray[np.int64],
-    ) -> None:
-        """Sets up `index` whole: this whole index's postings moved, and `own` (sorted by
+    ) -> ArrayBM25:
+        """An index built whole: this whole index's postings moved, and `own` (sorted by
         term) inserted at the end of each term's slice; linear in the postings."""
         terms = len(self._vocab)
         docs = moved[self._docs]
@@ -161,7 +159,9 @@ class ArrayBM25:
             docs = np.insert(docs, ends[own[0]], own[1])
             tf = np.insert(tf, ends[own[0]], own[2])
             df += np.bincount(own[0], minlength=terms)
+        index = ArrayBM25.__new__(ArrayBM25)
         index._setup(self._vocab, docs, tf, lengths, df=df)
+        return index
 
     def _postings(self, term: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
         """A known term's documents and frequencies (a layer's put together on first use)."""
