@@ -25,6 +25,8 @@ import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 
@@ -128,6 +130,12 @@ def _unsigned(values: int) -> tuple[str, int]:
     return ("<u2", 2) if values <= 1 << 16 else ("<u4", 4)
 
 
+@lru_cache(maxsize=1024)
+def _scope_sets(encoded: bytes) -> tuple[frozenset[str], ...]:
+    """An image's scope sets from their JSON (most catalogs of a store share a few)."""
+    return tuple(frozenset(s) for s in json.loads(encoded.decode("utf-8")))
+
+
 def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     """The image in `blob` when it was derived the way this process derives and holds
     `tools` documents; None otherwise (none stored, another derivation, or damaged)."""
@@ -146,7 +154,8 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
         return None
     sizes = [_HEADER.size, count * _HASH_BYTES, 4 * count, 4 * count, 4 * count]
     sizes += [id_width * entries, tf_width * entries, term_bytes, scope_bytes]
-    ends = np.cumsum(sizes).tolist()
+    # Nine sizes: added in Python (np.cumsum cost more than the rest of a small catalog).
+    ends = list(accumulate(sizes))
     if len(blob) != ends[-1]:
         return None
     view = memoryview(blob)
@@ -158,7 +167,7 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     step = 2 * _HASH_BYTES
     doc_hashes = tuple(hexed[i : i + step] for i in range(0, len(hexed), step))
     try:
-        sets = [frozenset(s) for s in json.loads(bytes(part(7)).decode("utf-8"))]
+        sets = _scope_sets(bytes(part(7)))
         own = np.frombuffer(part(3), dtype="<u4")
         scopes = (
             (sets[0],) * count

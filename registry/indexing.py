@@ -89,7 +89,10 @@ class LiveCatalog:
         """Each tool's required scopes: the catalog's, and its own (`Catalog.required_scopes`,
         from the image's scopes: no schema is parsed)."""
         default = self.stored.catalog.default_scopes
-        return tuple(default | own if own else default for own in self.own_scopes)
+        own_scopes = self.own_scopes
+        if not any(own_scopes):  # most catalogs: the catalog's scopes guard every tool
+            return (default,) * len(own_scopes)
+        return tuple(default | own if own else default for own in own_scopes)
 
     def __post_init__(self) -> None:
         catalog = self.stored.catalog

@@ -19,6 +19,7 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.sparse import csr_matrix
 
 from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.literal import Literals, Spelled
@@ -314,10 +315,16 @@ class _Sums:
             # Whole segments, about _SUM_ROWS rows at a time.
             last = int(np.searchsorted(bounds, bounds[first] + _SUM_ROWS, side="right")) - 1
             last = min(max(last, first + 1), len(bounds) - 1)
-            rows = store[slots[bounds[first] : bounds[last]]]
-            sums = np.add.reduceat(
-                rows, bounds[first:last] - bounds[first], axis=0, dtype=np.float64
+            rows = store[slots[bounds[first] : bounds[last]]].astype(np.float64)
+            # Each segment's rows added in order, as np.add.reduceat adds them (the same
+            # floats), by one sparse product: reduceat down the rows took 4.4 s of a
+            # million-tool start-up, the product and the cast 2.2 s.
+            starts = bounds[first : last + 1] - bounds[first]
+            indicator = csr_matrix(
+                (np.ones(len(rows)), np.arange(len(rows)), starts),
+                shape=(last - first, len(rows)),
             )
+            sums = np.asarray(indicator @ rows)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             centroids[first:last] = sums / np.where(norms > 0, norms, 1.0)
             fixed += np.rint(sums * FIXED_POINT).astype(np.int64).sum(axis=0)
