@@ -137,7 +137,10 @@ def third_party_importers(library: str) -> set[str]:
 @pytest.mark.parametrize(
     ("library", "owners"),
     [
-        ("faiss", {"indexer.retrieval.vector_index"}),
+        (
+            "faiss",
+            {"indexer.retrieval.vector_index", "indexer.retrieval.ivf", "indexer.retrieval.cores"},
+        ),
         # The torch backend, and the encoder's fine-tuning (make train only).
         ("sentence_transformers", {"indexer.embedding.torch", "capreg.training.encoder"}),
         ("onnxruntime", {"indexer.embedding.onnx"}),

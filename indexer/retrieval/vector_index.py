@@ -1,30 +1,27 @@
-"""Inner-product search over normalised vectors: the only module that imports faiss.
+"""Inner-product search over normalised vectors.
 
-Below a size threshold every vector is scored (one matrix product, exact). Above it, an
-inverted-file index (FAISS IVF, vectors kept in the lists as float16) scores only the lists
-nearest the query: its coarse partition is trained once and reused across snapshots, and each
-vector's list is remembered by key, so a catalog change does not re-cluster or re-assign the
-other tools. The lists only choose candidates: their scores are recomputed from the vectors
-the index reads its rows from (float32, or float16 in an arena past
-`segment.HALF_PRECISION_ROWS`: the lists' own precision).
+Below a size threshold every vector is scored (one matrix product, exact). Above it, inverted
+lists (FAISS IVF, vectors kept in the lists as float16: `indexer.retrieval.ivf`) score only
+the lists nearest the query: the coarse partition is trained once and reused across
+snapshots, and each vector's list is remembered by key, so a catalog change does not
+re-cluster or re-assign the other tools. The lists only choose candidates: their scores are
+recomputed from the vectors the index reads its rows from (float32, or float16 in an arena
+past `segment.HALF_PRECISION_ROWS`: the lists' own precision).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import faiss
 import numpy as np
 from numpy.typing import NDArray
-from threadpoolctl import ThreadpoolController, threadpool_info
 
+from indexer.retrieval.cores import all_cores, blas_kernels, one_thread_per_search
+from indexer.retrieval.ivf import LAYER_SHARE, Lists, Partition, empty_lists, list_count
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
 # Lists probed per query: at least 64, and a sixteenth of the lists past 1,024 lists. Recall
@@ -35,140 +32,16 @@ from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 # 2.4 ms. bench.performance measures it at every size.
 PROBE_SHARE = 1 / 16
 MIN_PROBES = 64
-# A partition is retrained when the corpus has grown or shrunk this much since training.
-RETRAIN_FACTOR = 4.0
-_TRAIN_POINTS_PER_LIST = 32
 _ADD_PART = 65_536  # rows added to IVF lists per call (`VectorIndex._add`)
-_TRAIN_ITERATIONS = 10
 
-
-def one_thread_per_search() -> None:
-    """Query-time math (NumPy's BLAS, FAISS' OpenMP) runs on the calling thread.
-
-    Concurrency comes from requests, and the model has its own thread pool: BLAS or OpenMP
-    workers spinning beside it doubled a search's latency here (24 ms against 11 ms at 4k
-    tools). Index builds still use every core (see `all_cores`). For serving processes.
-    """
-    _threadpools().limit(limits=1)
-    faiss.omp_set_num_threads(1)
-
-
-def blas_kernels() -> str:
-    """Each BLAS library loaded so far, by the package that ships it, with the kernel set it
-    runs on this CPU (e.g. `numpy: openblas Haswell, faiss_cpu: openblas Haswell`; an
-    OPENBLAS_CORETYPE override shows as the kernels it picked). Exact scores, the adapter's
-    product and batched FAISS searches are float32 BLAS calls whose last bits follow the
-    kernel set, and the learned stage's trees follow those bits (decision 0060): reports name
-    it beside their figures. Listed by package name: load order varies from run to run."""
-    found = [
-        f"{Path(pool['filepath']).parent.name.removesuffix('.libs')}: "
-        f"{pool.get('internal_api')} {pool.get('architecture', '?')}"
-        for pool in threadpool_info()
-        if pool.get("user_api") == "blas"
-    ]
-    return ", ".join(sorted(found)) or "unknown"
-
-
-@functools.cache
-def _threadpools() -> ThreadpoolController:
-    # Inspecting the loaded libraries costs ~0.25 s: once per process.
-    return ThreadpoolController()
-
-
-@contextmanager
-def all_cores() -> Iterator[None]:
-    """Every core for a bulk computation (training, assignment, moments), then back."""
-    cores = os.cpu_count() or 1
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(cores)
-    try:
-        with _threadpools().limit(limits=cores):
-            yield
-    finally:
-        faiss.omp_set_num_threads(before)
-
-
-def _lists(partition: Partition, dimension: int) -> faiss.IndexIVFScalarQuantizer:
-    """Empty inverted lists over `partition` keeping each vector as float16 (768 bytes at 384
-    dimensions): they only choose candidates, rescored from the index's rows, and a probe
-    reads half the memory (100,000 tools: 1.7 ms a pass against 2.5 ms; recall@10 0.999)."""
-    ivf = faiss.IndexIVFScalarQuantizer(
-        partition.quantizer,
-        dimension,
-        len(partition.centroids),
-        faiss.ScalarQuantizer.QT_fp16,
-        faiss.METRIC_INNER_PRODUCT,
-        False,  # vectors, not their residuals from the list centroid
-    )
-    ivf.is_trained = True  # float16 needs no training; the partition is trained
-    return ivf
-
-
-def list_count(size: int) -> int:
-    """Inverted lists for `size` vectors: about 2 sqrt(n), between 16 and 4096."""
-    return max(16, min(4096, round(2 * math.sqrt(max(size, 1)))))
-
-
-class Partition:
-    """An IVF coarse quantizer (list centroids), and each key's list under it."""
-
-    def __init__(self, centroids: NDArray[np.float32], trained_on: int) -> None:
-        self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
-        self.trained_on = trained_on
-        self.quantizer = faiss.IndexFlatIP(int(self.centroids.shape[1]))
-        self.quantizer.add(self.centroids)
-        self._lists: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    @classmethod
-    def train(cls, vectors: NDArray[np.floating[Any]], *, seed: int = 7) -> Partition:
-        """k-means (spherical) over a sample of at most 32 points per list."""
-        unique = np.unique(vectors, axis=0) if len(vectors) <= 200_000 else vectors
-        lists = min(list_count(len(vectors)), len(unique))
-        sample_size = min(len(unique), lists * _TRAIN_POINTS_PER_LIST)
-        rng = np.random.default_rng(seed)
-        sample = unique[rng.choice(len(unique), sample_size, replace=False)]
-        kmeans = faiss.Kmeans(
-            int(vectors.shape[1]),
-            lists,
-            niter=_TRAIN_ITERATIONS,
-            spherical=True,
-            seed=seed,
-            min_points_per_centroid=1,
-        )
-        with all_cores():
-            kmeans.train(np.ascontiguousarray(sample, dtype=np.float32))
-        centroids = kmeans.centroids
-        assert centroids is not None  # set by train()
-        return cls(centroids, len(vectors))
-
-    def fits(self, size: int) -> bool:
-        """Whether this partition still suits a corpus of `size` vectors."""
-        return self.trained_on / RETRAIN_FACTOR <= size <= self.trained_on * RETRAIN_FACTOR
-
-    def assign(self, keys: Sequence[str], vectors: NDArray[np.float32]) -> NDArray[np.int64]:
-        """Each vector's list; only keys never seen before are computed, each once (copies
-        of one document share its key and its vector)."""
-        with self._lock:
-            lists = self._lists
-            missing: dict[str, int] = {}
-            for row, key in enumerate(keys):
-                if key not in lists and key not in missing:
-                    missing[key] = row
-            if missing:
-                rows = list(missing.values())
-                with all_cores():
-                    _, nearest = self.quantizer.search(
-                        np.ascontiguousarray(vectors[rows], dtype=np.float32), 1
-                    )
-                lists.update(zip(missing, nearest[:, 0].tolist(), strict=True))
-            return np.fromiter(map(lists.__getitem__, keys), dtype=np.int64, count=len(keys))
-
-
-def _selector(allowed: NDArray[np.bool_]) -> tuple[faiss.IDSelector, NDArray[np.uint8]]:
-    bitmap = np.packbits(allowed.astype(np.uint8), bitorder="little")
-    # The selector points into `bitmap`: the caller keeps both alive through the search.
-    return faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)), bitmap
+__all__ = [
+    "Partition",
+    "VectorIndex",
+    "all_cores",
+    "blas_kernels",
+    "list_count",
+    "one_thread_per_search",
+]
 
 
 class VectorIndex:
@@ -179,6 +52,8 @@ class VectorIndex:
     by its slot, and slots outlive a snapshot, so the next snapshot's index is this one's
     copy with the changed slots removed and added (`spliced`), not every vector added again.
     """
+
+    _lists: Lists | None  # IVF lists (None: exact search)
 
     def __init__(
         self,
@@ -196,9 +71,9 @@ class VectorIndex:
         if self._partition is not None:
             if len(keys) != len(self):
                 raise ValueError("an IVF index needs one key per vector")
-            ivf = _lists(self._partition, self._dimension)
+            ivf = empty_lists(self._partition, self._dimension)
             self._add(ivf, self._partition, keys, np.arange(len(self), dtype=np.int64))
-            self._ivf: faiss.IndexIVFScalarQuantizer | None = ivf
+            self._lists = Lists(ivf)
 
     def _setup(
         self,
@@ -221,7 +96,9 @@ class VectorIndex:
             self._matrix = cast(NDArray[np.float32], self._store)
         self._lock = threading.Lock()
         self._partition = partition if len(self._slots) else None
-        self._ivf = None
+        self._lists = None
+        # Packed bitmap of the live slots, for searches of base lists with gone slots.
+        self._live: NDArray[np.uint8] | None = None
         self._probes = 0
         # Slot -> row, for what the IVF index returns (None: slots are rows).
         self._row_of: NDArray[np.int64] | None = None
@@ -272,23 +149,26 @@ class VectorIndex:
         mean: NDArray[np.float64] | None = None,
     ) -> VectorIndex:
         """The index of the rows `slots` of `store`, made from `previous` by removing the
-        `removed` slots and adding the `added` rows: the same index a full build gives, in
-        time proportional to the change plus one copy of the lists. Falls back to a full
-        build when `previous` was built over another partition."""
-        if partition is None or previous._ivf is None or previous._partition is not partition:
+        `removed` slots and adding the `added` rows: what a full build finds, in time
+        proportional to the change (the lists' layer is copied, not their base; past
+        LAYER_SHARE the layer is folded into a copy of the base). Falls back to a full build
+        when `previous` was built over another partition."""
+        lists = previous._lists
+        if partition is None or lists is None or previous._partition is not partition:
             return cls(store, slots=slots, partition=partition, keys=keys, mean=mean)
         index = cls.__new__(cls)
         index._setup(store, slots, partition, mean)
-        # A copy: `previous` keeps serving its own lists until the swap. (clone_index returns
-        # the IVF type itself, owning the copy; a second proxy from downcast_index would not
-        # own it, and the copy would go with the first.)
-        ivf = cast(faiss.IndexIVFScalarQuantizer, faiss.clone_index(previous._ivf))
-        if len(removed):
-            gone = np.ascontiguousarray(removed, dtype=np.int64)
-            ivf.remove_ids(faiss.IDSelectorBatch(len(gone), faiss.swig_ptr(gone)))
-        if len(added):
-            index._add(ivf, partition, keys, np.asarray(added, dtype=np.int64))
-        index._ivf = ivf
+        added = np.asarray(added, dtype=np.int64)
+        lists, layer = lists.layered(partition, np.asarray(removed, dtype=np.int64))
+        if len(lists.gone) + len(lists.layer_slots) + len(added) > LAYER_SHARE * len(index):
+            base = lists.folded()
+            assert index._row_of is not None  # slots were given
+            kept = index._row_of[lists.layer_slots]
+            index._add(base, partition, keys, np.concatenate([kept, added]))
+            index._lists = Lists(base)
+            return index
+        index._add(layer, partition, keys, added)
+        index._lists = lists.with_layer_slots(index._slots[added])
         return index
 
     def __len__(self) -> int:
@@ -300,19 +180,24 @@ class VectorIndex:
 
     @property
     def approximate(self) -> bool:
-        return self._ivf is not None
+        return self._lists is not None
+
+    @property
+    def layer_size(self) -> int:
+        """Vectors in the IVF lists' layer over their base (0 for a whole or exact index)."""
+        return len(self._lists.layer_slots) if self._lists is not None else 0
 
     @property
     def partition(self) -> Partition | None:
         return self._partition
 
     def list_bytes(self) -> int:
-        """What the IVF lists hold (codes and ids; 0 for an exact index): FAISS' own memory,
-        which Python's allocator statistics do not see."""
-        if self._ivf is None:
+        """What the IVF lists hold (codes and ids, base and layer; 0 for an exact index):
+        FAISS' own memory, which Python's allocator statistics do not see."""
+        if self._lists is None:
             return 0
-        entry = self._ivf.code_size + 8  # a float16 vector and its 64-bit id
-        return int(self._ivf.ntotal) * entry
+        entry = self._lists.base.code_size + 8  # a float16 vector and its 64-bit id
+        return self._lists.entries() * entry
 
     @property
     def matrix(self) -> NDArray[np.float32]:
@@ -365,7 +250,7 @@ class VectorIndex:
         """Mean and standard deviation (when `scaling` needs it) of `query`'s inner product
         over every row. Without scoring every row: from the corpus' mean vector and second
         moment (only kept for IVF indexes; exact ones score every row anyway)."""
-        if self._ivf is None:
+        if self._lists is None:
             return Spread.of(self.scores(query)[0], scaling)
         gram = self._second_moment() if scaling == Scaling.Z else self._mean[None, :]
         return spread_from_moments(query, self._mean, gram, scaling)
@@ -402,7 +287,7 @@ class VectorIndex:
         if k <= 0:
             empty = np.zeros((len(matrix), 0))
             return empty.astype(np.float32), empty.astype(np.int64)
-        if self._ivf is not None:
+        if self._lists is not None:
             return self._search_ivf(matrix, k, allowed)
         scores = self.scores(matrix)
         if allowed is not None:
@@ -418,24 +303,40 @@ class VectorIndex:
     def _search_ivf(
         self, matrix: NDArray[np.float32], k: int, allowed: NDArray[np.bool_] | None
     ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
-        assert self._ivf is not None
+        lists = self._lists
+        assert lists is not None
         params = faiss.SearchParametersIVF()
         params.nprobe = self._probes
+        bitmap: NDArray[np.uint8] | None = None
         if allowed is not None:
             if self._row_of is not None:
-                # The index knows vectors by slot: the allowed rows' slots.
+                # The lists know vectors by slot: the allowed rows' slots.
                 by_slot = np.zeros(len(self._row_of), dtype=bool)
                 by_slot[self._slots] = allowed
                 allowed = by_slot
-            selector, bitmap = _selector(allowed)
+            bitmap = np.packbits(allowed.astype(np.uint8), bitorder="little")
+        elif len(lists.gone):
+            bitmap = self._live_slots()
+        selector = None
+        if bitmap is not None:
+            # The selector points into `bitmap`: both stay alive until the search is over.
+            selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
             params.sel = selector
-        _, found = self._ivf.search(matrix, k, params=params)
-        if allowed is not None:
-            del bitmap  # the search is over: the selector's memory may go
-        found = found.astype(np.int64)
+        found = lists.search(matrix, k, params)
+        del selector, bitmap
         if self._row_of is not None:
             found = np.where(found >= 0, self._row_of[np.maximum(found, 0)], -1)
         return self._rescored(matrix, found)
+
+    def _live_slots(self) -> NDArray[np.uint8]:
+        """The packed bitmap of the slots this index's rows hold (made on first use)."""
+        with self._lock:
+            if self._live is None:
+                assert self._row_of is not None  # the base has gone slots: slots were given
+                live = np.zeros(len(self._row_of), dtype=np.uint8)
+                live[self._slots] = 1
+                self._live = np.packbits(live, bitorder="little")
+            return self._live
 
     def _rescored(
         self, queries: NDArray[np.float32], rows: NDArray[np.int64]

@@ -162,3 +162,49 @@ def test_an_index_over_a_float16_store_reads_float32_rows_and_finds_the_same_ans
     assert overlap >= 0.98
     # Lists filled in parts hold every vector once.
     assert compact.list_bytes() == full.list_bytes()
+
+
+@pytest.mark.parametrize("share", [1.0, 0.0], ids=["layered", "folded"])
+def test_a_chain_of_splices_finds_what_an_index_built_whole_finds(
+    monkeypatch: pytest.MonkeyPatch, share: float
+) -> None:
+    # share 1.0: every change goes to the layer over the first base; 0.0: every change folds.
+    monkeypatch.setattr(vector_index, "LAYER_SHARE", share)
+    store = _corpus(3000)
+    keys = [f"k{slot}" for slot in range(len(store))]
+    partition = Partition.train(store[:2000])
+    rng = np.random.default_rng(5)
+    live = list(range(1500))
+    index = VectorIndex(
+        store, slots=np.asarray(live), partition=partition, keys=[keys[s] for s in live]
+    )
+    queries = _corpus(40, seed=11)
+    free = 1500
+    for _ in range(5):
+        gone = set(rng.choice(live, 60, replace=False).tolist())
+        live = [slot for slot in live if slot not in gone]
+        for _ in range(45):
+            live.insert(int(rng.integers(len(live) + 1)), free)
+            free += 1
+        slots = np.asarray(live, dtype=np.int64)
+        row_keys = [keys[s] for s in live]
+        added = np.flatnonzero(slots >= free - 45)
+        index = VectorIndex.spliced(
+            index,
+            store,
+            slots=slots,
+            partition=partition,
+            keys=row_keys,
+            removed=np.asarray(sorted(gone), dtype=np.int64),
+            added=added,
+        )
+        whole = VectorIndex(store, slots=slots, partition=partition, keys=row_keys)
+        assert (index.layer_size > 0) == (share == 1.0)
+        allowed = rng.random(len(live)) < 0.5
+        for mask in (None, allowed):
+            found, rows = index.search(queries, 10, mask)
+            expected, expected_rows = whole.search(queries, 10, mask)
+            assert rows.tolist() == expected_rows.tolist()
+            assert np.array_equal(found, expected)
+            if mask is not None:
+                assert mask[rows[rows >= 0]].all()
