@@ -120,8 +120,8 @@ class SegmentSource:
 
 # Past this many vectors the arena holds them as float16: half the bytes of the largest thing a
 # tool costs (768 against 1,536 bytes). Every labeled set of `make eval` is far below it (so its
-# figures are those of float32 vectors), and above it searches run on IVF lists that are float16
-# already (decision 0079).
+# figures are those of float32 vectors), and above it searches run on IVF lists of coarser
+# codes, rescored from these vectors (decisions 0079, 0080).
 HALF_PRECISION_ROWS = 65_536
 
 

@@ -1,7 +1,7 @@
 """Inner-product search over normalised vectors.
 
 Below a size threshold every vector is scored (one matrix product, exact). Above it, inverted
-lists (FAISS IVF, vectors kept in the lists as float16: `indexer.retrieval.ivf`) score only
+lists (FAISS IVF, vectors kept in the lists as 8-bit codes: `indexer.retrieval.ivf`) score only
 the lists nearest the query: the coarse partition is trained once and reused across
 snapshots, and each vector's list is remembered by key, so a catalog change does not
 re-cluster or re-assign the other tools. The lists only choose candidates: their scores are
@@ -33,6 +33,10 @@ from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 PROBE_SHARE = 1 / 16
 MIN_PROBES = 64
 _ADD_PART = 65_536  # rows added to IVF lists per call (`VectorIndex._add`)
+# Candidates the IVF lists choose per result asked for: their 8-bit scores are rough, and the
+# rows' own vectors decide (recall@10 against exact search with twice as many: that of
+# float16 lists, docs/decisions/0080).
+CANDIDATES_PER_RESULT = 2
 
 __all__ = [
     "Partition",
@@ -196,7 +200,7 @@ class VectorIndex:
         FAISS' own memory, which Python's allocator statistics do not see."""
         if self._lists is None:
             return 0
-        entry = self._lists.base.code_size + 8  # a float16 vector and its 64-bit id
+        entry = self._lists.base.code_size + 8  # a vector's 8-bit code and its 64-bit id
         return self._lists.entries() * entry
 
     @property
@@ -322,11 +326,12 @@ class VectorIndex:
             # The selector points into `bitmap`: both stay alive until the search is over.
             selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
             params.sel = selector
-        found = lists.search(matrix, k, params)
+        found = lists.search(matrix, min(CANDIDATES_PER_RESULT * k, len(self)), params)
         del selector, bitmap
         if self._row_of is not None:
             found = np.where(found >= 0, self._row_of[np.maximum(found, 0)], -1)
-        return self._rescored(matrix, found)
+        scores, rows = self._rescored(matrix, found)
+        return scores[:, :k], rows[:, :k]
 
     def _live_slots(self) -> NDArray[np.uint8]:
         """The packed bitmap of the slots this index's rows hold (made on first use)."""
@@ -342,7 +347,7 @@ class VectorIndex:
         self, queries: NDArray[np.float32], rows: NDArray[np.int64]
     ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         """`rows` (queries x k, -1 for none) with their float32 scores, best first: the
-        float16 lists only chose them."""
+        8-bit lists only chose them."""
         vectors = self.rows(np.maximum(rows, 0).ravel()).reshape(*rows.shape, self._dimension)
         scores = np.einsum("qkd,qd->qk", vectors, queries).astype(np.float32)
         scores[rows < 0] = -np.inf
