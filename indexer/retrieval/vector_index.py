@@ -351,5 +351,7 @@ class VectorIndex:
         vectors = self.rows(np.maximum(rows, 0).ravel()).reshape(*rows.shape, self._dimension)
         scores = np.einsum("qkd,qd->qk", vectors, queries).astype(np.float32)
         scores[rows < 0] = -np.inf
-        order = np.argsort(-scores, axis=1, kind="stable")
+        # Ties by row (rows are in id order): copies of one vector come out the same way
+        # whichever of them the lists met first, base or layer.
+        order = np.lexsort((rows, -scores))
         return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
