@@ -143,7 +143,7 @@ def report(rows: list[tuple[int, Held, Held]], command: str) -> str:
                 for name, value in sorted(per_module.items(), key=lambda kv: -kv[1])
                 if value >= 20
             ),
-            f"| faiss (IVF lists, float16) | {ivf:,.0f} |",
+            f"| faiss (IVF lists, 8-bit codes) | {ivf:,.0f} |",
             "",
         ]
     return "\n".join(lines)
