@@ -19,7 +19,6 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse import csr_matrix
 
 from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.literal import Literals, Spelled
@@ -287,6 +286,8 @@ def _spliced(
 FIXED_POINT = 2.0**32
 # Rows gathered at once to sum segments (a bounded copy at a million tools).
 _SUM_ROWS = 65_536
+# Past this many rows to sum, segments are summed by a sparse product (`_sparse_sums`).
+_SPARSE_FROM = 65_536
 
 
 @dataclass(frozen=True)
@@ -308,6 +309,7 @@ class _Sums:
     ) -> _Sums:
         """The segments whose rows are `slots[bounds[i]:bounds[i + 1]]` (none empty)."""
         dimension = int(store.shape[1])
+        many = int(bounds[-1] - bounds[0]) >= _SPARSE_FROM
         centroids = np.zeros((len(bounds) - 1, dimension), dtype=np.float32)
         fixed = np.zeros(dimension, dtype=np.int64)
         first = 0
@@ -315,21 +317,33 @@ class _Sums:
             # Whole segments, about _SUM_ROWS rows at a time.
             last = int(np.searchsorted(bounds, bounds[first] + _SUM_ROWS, side="right")) - 1
             last = min(max(last, first + 1), len(bounds) - 1)
-            rows = store[slots[bounds[first] : bounds[last]]].astype(np.float64)
-            # Each segment's rows added in order, as np.add.reduceat adds them (the same
-            # floats), by one sparse product: reduceat down the rows took 4.4 s of a
-            # million-tool start-up, the product and the cast 2.2 s.
+            rows = store[slots[bounds[first] : bounds[last]]]
             starts = bounds[first : last + 1] - bounds[first]
-            indicator = csr_matrix(
-                (np.ones(len(rows)), np.arange(len(rows)), starts),
-                shape=(last - first, len(rows)),
+            sums = (
+                _sparse_sums(rows, starts)
+                if many
+                else np.add.reduceat(rows, starts[:-1], axis=0, dtype=np.float64)
             )
-            sums = np.asarray(indicator @ rows)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             centroids[first:last] = sums / np.where(norms > 0, norms, 1.0)
             fixed += np.rint(sums * FIXED_POINT).astype(np.int64).sum(axis=0)
             first = last
         return cls(centroids, fixed)
+
+
+def _sparse_sums(rows: NDArray[np.floating[Any]], starts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Each run's rows added in order, the floats np.add.reduceat gives (each value cast to
+    float64, then added one after another), by one sparse product: reduceat down the rows of
+    a million tools took 4.4 s of a start-up, the cast and the product 2.2 s. SciPy is
+    imported here, not with the module: its import (about 0.3 s) would add to every start."""
+    from scipy.sparse import csr_matrix
+
+    values = rows.astype(np.float64)
+    indicator = csr_matrix(
+        (np.ones(len(values)), np.arange(len(values)), starts),
+        shape=(len(starts) - 1, len(values)),
+    )
+    return np.asarray(indicator @ values)
 
 
 def _bounds(sizes: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -167,3 +167,21 @@ def test_a_change_does_not_wait_for_the_name_lookup_still_being_filed(
         scratch, everything, Scaling.MEAN_MAX
     )
     assert released == [True]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_catalog_sums_are_the_same_floats_summed_either_way(dtype: type[np.floating]) -> None:
+    # A whole build of many rows sums by a sparse product, a splice's few rows by reduceat:
+    # the splice's fixed-point sum stays exact only if both give the same floats.
+    rng = np.random.default_rng(4)
+    store = rng.standard_normal((3000, DIMENSION)).astype(dtype)
+    slots = rng.permutation(3000)[:2500].astype(np.int64)
+    sizes = rng.integers(1, 40, size=200)
+    sizes = sizes[np.cumsum(sizes) <= len(slots)]
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(assembly, "_SPARSE_FROM", 0)
+        sparse = assembly._Sums.of(store, slots, bounds)
+    added = assembly._Sums.of(store, slots, bounds)  # below _SPARSE_FROM: reduceat
+    assert np.array_equal(sparse.fixed, added.fixed)
+    assert np.array_equal(sparse.centroids, added.centroids)

@@ -1,0 +1,55 @@
+"""The cost of a start-up over a store, comparable across versions of the code.
+
+Usage: python bench/startup_cost.py --db STORE
+
+Opens a registry over a store that already holds its catalogs (`make bench` leaves one in
+.capreg/bench/) and times the imports and `Registry.load()` in this process. It uses only the
+API older versions share, so the same file measures an older commit on the same machine, back
+to back (this machine's speed moves from day to day; compare runs made together):
+
+    git worktree add /tmp/old 2bebb6e
+    PYTHONPATH=/tmp/old python bench/startup_cost.py --db .capreg/bench/memory-100000.db
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()
+
+import argparse  # noqa: E402 -- imports are part of what is timed
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from indexer.embedding import load_embedder  # noqa: E402
+from indexer.retrieval.vector_index import one_thread_per_search  # noqa: E402
+from registry.config import SearchSettings  # noqa: E402
+from registry.core import Registry  # noqa: E402
+from registry.store import SqliteStore  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--db", type=Path, required=True)
+    args = parser.parse_args()
+    one_thread_per_search()
+    imported = time.perf_counter()
+    store = SqliteStore(args.db)
+    registry = Registry(store, load_embedder(), settings=SearchSettings(result_cache_size=0))
+    registry.load()
+    loaded = time.perf_counter()
+    store.close()
+    print(
+        json.dumps(
+            {
+                "tools": len(registry.index),
+                "imports_s": round(imported - STARTED, 2),
+                "load_s": round(loaded - imported, 2),
+                "total_s": round(loaded - STARTED, 2),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
