@@ -122,9 +122,11 @@ class Lists:
     layer_slots: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     gone: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
-    def changed_share(self) -> float:
-        """How much of the base the layer and the gone slots amount to."""
-        return (len(self.layer_slots) + len(self.gone)) / max(int(self.base.ntotal), 1)
+    def changed_share(self, adding: int = 0) -> float:
+        """How much of the base the layer (with `adding` more) and the gone slots amount to:
+        past LAYER_SHARE a splice folds."""
+        changed = len(self.layer_slots) + adding + len(self.gone)
+        return changed / max(int(self.base.ntotal), 1)
 
     def entries(self) -> int:
         """Vectors held, live or not."""

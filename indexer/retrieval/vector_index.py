@@ -164,7 +164,7 @@ class VectorIndex:
         index._setup(store, slots, partition, mean)
         added = np.asarray(added, dtype=np.int64)
         lists, layer = lists.layered(partition, np.asarray(removed, dtype=np.int64))
-        if len(lists.gone) + len(lists.layer_slots) + len(added) > LAYER_SHARE * len(index):
+        if lists.changed_share(len(added)) > LAYER_SHARE:
             base = lists.folded()
             assert index._row_of is not None  # slots were given
             kept = index._row_of[lists.layer_slots]
