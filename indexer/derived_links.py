@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import chain
 
@@ -62,8 +62,13 @@ class CatalogLinks:
     schemas show links, and a restart would otherwise derive every catalog's before serving
     (a seventh of loading 100,000 stored tools)."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
+    def __init__(
+        self, tools: Sequence[Tool], *, before: Callable[[Sequence[Tool]], None] | None = None
+    ) -> None:
+        """`before` is called with the tools before their schemas are read (a store reads
+        them ahead in one query)."""
         self._tools: Sequence[Tool] = tools
+        self._before = before
         self._links: dict[str, tuple[ToolLink, ...]] | None = None
         self._lock = threading.Lock()
 
@@ -71,6 +76,8 @@ class CatalogLinks:
         """The links of the tool called `name` (none for a name the catalog lacks)."""
         with self._lock:
             if self._links is None:
+                if self._before is not None:
+                    self._before(self._tools)
                 self._links = tool_links(self._tools)
                 self._tools = ()
             return self._links.get(name, ())

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
-from indexer.model import Catalog
+from indexer.model import Catalog, Tool
 from indexer.naming import function_name
 from indexer.retrieval.document import document_hash, document_text
 from registry.store.base import StoredCatalog, StoredTool
+from registry.store.tool_texts import read_ahead
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,17 +48,16 @@ class CatalogDiff:
             if doc_hash not in known
         }
 
-    def collisions(self, owners: Mapping[str, str]) -> list[str]:
+    def collisions(self, owners: Mapping[str, Tool]) -> list[str]:
         """Problems, one per tool whose function name is already another tool's: in another
-        catalog (`owners`: function name -> tool id) or earlier in this one."""
-        prefix = self.catalog.name + "/"
+        catalog (`owners`: function name -> tool) or earlier in this one."""
         problems = []
         seen: dict[str, str] = {}
         for stored in self.tools:
             tool, fname = stored.tool, stored.function_name
             owner = owners.get(fname)
             # This catalog's own previous tools are being replaced: they cannot collide.
-            taken = owner if owner is not None and not owner.startswith(prefix) else None
+            taken = owner.id if owner is not None and owner.catalog != self.catalog.name else None
             other = taken or seen.get(fname)
             if other is not None and other != tool.id:
                 problems.append(
@@ -71,6 +71,9 @@ class CatalogDiff:
 def diff_catalog(previous: StoredCatalog | None, catalog: Catalog) -> CatalogDiff:
     """What storing `catalog` in place of `previous` changes."""
     old = {t.tool.name: t for t in previous.tools} if previous is not None else {}
+    # The stored tools' schemas are compared below: read in one query, not one a tool.
+    kept = {tool.name for tool in catalog.tools}
+    read_ahead(t.tool for name, t in old.items() if name in kept)
     revision = previous.revision + 1 if previous is not None else 1
     added = updated = unchanged = 0
     tools = []
@@ -97,7 +100,7 @@ def diff_catalog(previous: StoredCatalog | None, catalog: Catalog) -> CatalogDif
         doc_hashes=tuple(document_hash(text) for text in documents),
         added=added,
         updated=updated,
-        removed=len(old.keys() - {tool.name for tool in catalog.tools}),
+        removed=len(old.keys() - kept),
         unchanged=unchanged,
         facts_changed=previous is None or _facts(previous.catalog) != _facts(catalog),
     )

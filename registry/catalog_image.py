@@ -1,7 +1,7 @@
 """What a catalog's segment is made from besides its tools' names and vectors, stored with the
-catalog so that a restart (or a replica joining) derives nothing again and parses no schema:
+catalog so that a restart (or a replica joining) derives nothing again and reads no schema:
 each tool's document hash (the key of its vector), its document's terms with their counts,
-and its own scopes.
+its own scopes, and what a search reads of it (`indexer.retrieval.tool_facts`).
 
 An image is written in the transaction that stores its catalog's revision, so it always
 belongs to the tools stored beside it. It is also stamped with a fingerprint of how document
@@ -9,12 +9,14 @@ texts and tokens are derived: after an upgrade that derives them differently, a 
 no longer matches, the catalog is derived from its tools as before, and the new image is
 written back (`Writer.load`).
 
-Layout (little-endian): the magic, the fingerprint (16 bytes), then six uint32 (tools, terms'
+Layout (little-endian): the magic, the fingerprint (16 bytes), then seven uint32 (tools, terms'
 UTF-8 bytes, (document, term) entries, bytes per term id and per count: 2 or 4 each, scope
-sets' JSON bytes), each tool's SHA-256 (32 bytes), each document's length in tokens and its
-number of distinct terms (uint32 each), each tool's scope set (uint32, an index into the sets),
-each entry's term id and count, the terms joined by newlines (a term is a run of word
-characters, so it holds none), and the distinct scope sets as a JSON list of sorted lists.
+sets' JSON bytes, facts' UTF-8 bytes), each tool's SHA-256 (32 bytes), each document's length
+in tokens and its number of distinct terms (uint32 each), each tool's scope set (uint32, an
+index into the sets), each entry's term id and count, the terms joined by newlines (a term is
+a run of word characters, so it holds none), the distinct scope sets as a JSON list of sorted
+lists, one byte per tool (1: destructive), and each tool's summary, input names and output
+names, all joined by NUL (`ToolFacts` keeps NUL out of them).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ import numpy as np
 from indexer.model import Tool
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.lexical import Tokenised
+from indexer.retrieval.tool_facts import ToolFacts
 
 MAGIC = b"CRIM"
 # Changed by hand when the layout changes; derivations are covered by the fingerprint.
-LAYOUT_VERSION = 3
-_HEADER = struct.Struct("<4s16sIIIIII")
+LAYOUT_VERSION = 4
+_HEADER = struct.Struct("<4s16sIIIIIII")
 _HASH_BYTES = 32
 
 
@@ -64,6 +67,7 @@ def _derivation_fingerprint() -> bytes:
     tokens = Tokenised.of([text, text.upper()])
     digest = hashlib.sha256(f"{LAYOUT_VERSION}\0{text}\0".encode())
     digest.update("\n".join(tokens.terms).encode() + tokens.ids.tobytes() + tokens.tf.tobytes())
+    digest.update(repr(ToolFacts.of(probe)).encode())
     return digest.digest()[:16]
 
 
@@ -72,24 +76,32 @@ FINGERPRINT = _derivation_fingerprint()
 
 @dataclass(frozen=True, eq=False)
 class CatalogImage:
-    """Each tool's document hash, tokenised document and own scopes, in stored tool order."""
+    """Each tool's document hash, tokenised document, own scopes and facts, in stored tool
+    order."""
 
     doc_hashes: tuple[str, ...]
     tokens: Tokenised
     scopes: tuple[frozenset[str], ...]
+    facts: tuple[ToolFacts, ...]
 
     def __post_init__(self) -> None:
-        if not len(self.doc_hashes) == len(self.tokens) == len(self.scopes):
-            raise ValueError("an image has one document hash, document and scope set a tool")
+        if not len(self.doc_hashes) == len(self.tokens) == len(self.scopes) == len(self.facts):
+            raise ValueError("an image has one document hash, document, scope set and facts a tool")
 
     @classmethod
     def of_tools(cls, tools: Sequence[Tool], catalog_title: str) -> CatalogImage:
         """Derived from the tools (every field of each is read)."""
         documents = [document_text(tool, catalog_title) for tool in tools]
+        return cls.of_documents(tools, documents)
+
+    @classmethod
+    def of_documents(cls, tools: Sequence[Tool], documents: Sequence[str]) -> CatalogImage:
+        """From the tools and their document texts (`document_text`)."""
         return cls(
             tuple(document_hash(text) for text in documents),
             Tokenised.of(documents),
             tuple(tool.scopes for tool in tools),
+            tuple(ToolFacts.of(tool) for tool in tools),
         )
 
     def encode(self) -> bytes:
@@ -100,6 +112,9 @@ class CatalogImage:
         sets = list(dict.fromkeys(self.scopes))
         index = {scopes: i for i, scopes in enumerate(sets)}
         scope_json = json.dumps([sorted(s) for s in sets], ensure_ascii=False).encode("utf-8")
+        facts = "\x00".join(f"{f.summary}\x00{f.inputs}\x00{f.outputs}" for f in self.facts).encode(
+            "utf-8"
+        )
         header = _HEADER.pack(
             MAGIC,
             FINGERPRINT,
@@ -109,6 +124,7 @@ class CatalogImage:
             id_width,
             tf_width,
             len(scope_json),
+            len(facts),
         )
         return b"".join(
             (
@@ -121,6 +137,8 @@ class CatalogImage:
                 tokens.tf.astype(tf_type).tobytes(),
                 terms,
                 scope_json,
+                bytes(f.destructive for f in self.facts),
+                facts,
             )
         )
 
@@ -136,12 +154,20 @@ def _scope_sets(encoded: bytes) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(s) for s in json.loads(encoded.decode("utf-8")))
 
 
+# Facts repeat between tools (parameter names such as `query` or `id`; a server registered
+# under several catalogs), and so do documents: one string object for each distinct one, up
+# to this many of each.
+_SHARED_FACTS = 1 << 17
+_shared_facts: dict[str, str] = {}
+_shared_hashes: dict[str, str] = {}
+
+
 def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     """The image in `blob` when it was derived the way this process derives and holds
     `tools` documents; None otherwise (none stored, another derivation, or damaged)."""
     if not blob or len(blob) < _HEADER.size:
         return None
-    magic, fingerprint, count, term_bytes, entries, id_width, tf_width, scope_bytes = (
+    magic, fingerprint, count, term_bytes, entries, id_width, tf_width, scope_bytes, fact_bytes = (
         _HEADER.unpack_from(blob)
     )
     if (
@@ -153,8 +179,8 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     ):
         return None
     sizes = [_HEADER.size, count * _HASH_BYTES, 4 * count, 4 * count, 4 * count]
-    sizes += [id_width * entries, tf_width * entries, term_bytes, scope_bytes]
-    # Nine sizes: added in Python (np.cumsum cost more than the rest of a small catalog).
+    sizes += [id_width * entries, tf_width * entries, term_bytes, scope_bytes, count, fact_bytes]
+    # Eleven sizes: added in Python (np.cumsum cost more than the rest of a small catalog).
     ends = list(accumulate(sizes))
     if len(blob) != ends[-1]:
         return None
@@ -166,6 +192,8 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     hexed = binascii.hexlify(part(0)).decode("ascii")
     step = 2 * _HASH_BYTES
     doc_hashes = tuple(hexed[i : i + step] for i in range(0, len(hexed), step))
+    if len(_shared_hashes) < _SHARED_FACTS:
+        doc_hashes = tuple(_shared_hashes.setdefault(h, h) for h in doc_hashes)
     try:
         sets = _scope_sets(bytes(part(7)))
         own = np.frombuffer(part(3), dtype="<u4")
@@ -182,6 +210,19 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
             np.frombuffer(part(2), dtype="<u4").astype(np.int32),
             np.frombuffer(part(1), dtype="<u4").astype(np.int32),
         )
+        facts = _facts(bytes(part(9)).decode("utf-8"), bytes(part(8)), count)
     except (ValueError, IndexError, TypeError):
         return None
-    return CatalogImage(doc_hashes, tokens, scopes)
+    return CatalogImage(doc_hashes, tokens, scopes, facts)
+
+
+def _facts(text: str, destructive: bytes, count: int) -> tuple[ToolFacts, ...]:
+    fields = text.split("\x00") if count else []
+    if len(fields) != 3 * count:
+        raise ValueError("an image has three facts a tool")
+    if len(_shared_facts) < _SHARED_FACTS:
+        fields = [_shared_facts.setdefault(field, field) for field in fields]
+    return tuple(
+        ToolFacts(fields[i], fields[i + 1], fields[i + 2], flag == 1)
+        for i, flag in zip(range(0, 3 * count, 3), destructive, strict=True)
+    )

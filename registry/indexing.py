@@ -19,11 +19,13 @@ from indexer.derived_links import CatalogLinks
 from indexer.retrieval.document import document_text
 from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
+from indexer.retrieval.tool_facts import ToolFacts
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
 from registry.catalog_image import CatalogImage, decode
 from registry.snapshot import CatalogView
 from registry.store import Store, StoredCatalog
+from registry.store.tool_texts import read_ahead
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ class LiveCatalog:
     tokens: Tokenised | None
     # The tools' own scopes, as the image gives them (read without parsing a schema).
     own_scopes: tuple[frozenset[str], ...]
+    # What a search reads of each tool besides its name (read without parsing a schema).
+    facts: tuple[ToolFacts, ...]
     view: CatalogView = field(init=False)
     # The catalog's share of a snapshot, made on the first snapshot that holds it.
     segment: Segment | None = None
@@ -53,6 +57,7 @@ class LiveCatalog:
         image = decode(stored.image, len(stored.tools))
         derived = image is None
         if image is None:
+            read_ahead(stored.catalog.tools)
             image = CatalogImage.of_tools(stored.catalog.tools, stored.catalog.title)
         return cls.with_image(
             # The image's bytes are read once: the decoded form is what is kept.
@@ -70,6 +75,7 @@ class LiveCatalog:
             doc_hashes=image.doc_hashes,
             tokens=image.tokens,
             own_scopes=image.scopes,
+            facts=image.facts,
             derived=derived,
         )
 
@@ -77,7 +83,7 @@ class LiveCatalog:
         """The stored form of this catalog's image (while its tokens are held)."""
         if self.tokens is None:
             raise ValueError(f"{self.stored.catalog.name}: its tokens were already dropped")
-        return CatalogImage(self.doc_hashes, self.tokens, self.own_scopes).encode()
+        return CatalogImage(self.doc_hashes, self.tokens, self.own_scopes, self.facts).encode()
 
     def document(self, row: int) -> str:
         """The text the `row`-th tool is embedded by (derived again: only a vector missing
@@ -113,7 +119,7 @@ class LiveCatalog:
         its links: derived from the catalog alone when first read, so a restart derives the
         same."""
         catalog = self.stored.catalog
-        links = CatalogLinks(catalog.tools)
+        links = CatalogLinks(catalog.tools, before=read_ahead)
         return tuple(
             IndexedTool(
                 tool=stored.tool,
@@ -123,8 +129,11 @@ class LiveCatalog:
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,
                 link_source=links.of,
+                known_facts=facts,
             )
-            for stored, scopes in zip(self.stored.tools, self.required_scopes, strict=True)
+            for stored, scopes, facts in zip(
+                self.stored.tools, self.required_scopes, self.facts, strict=True
+            )
         )
 
 

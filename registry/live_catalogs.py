@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from indexer.model import Tool
 from registry.indexing import LiveCatalog
+from registry.store.tool_texts import retire
 
 
 def scope_sets(entry: LiveCatalog) -> set[frozenset[str]]:
@@ -23,10 +25,11 @@ class LiveCatalogs:
         # Each catalog's view, by name: what a snapshot publishes, copied whole per change
         # instead of gathered catalog by catalog (121,557 of them at a million tools).
         self.views = {name: c.view for name, c in self._by_name.items()}
-        # Function name -> tool id over every catalog: collisions are checked in O(tools
-        # registered), not O(tools stored).
-        self.function_owners = {
-            t.function_name: t.tool.id for entry in live for t in entry.stored.tools
+        # Function name -> the tool that has it, over every catalog: collisions are checked
+        # in O(tools registered), not O(tools stored). The tool, not its id: an id string per
+        # tool held was about 70 MB at a million tools.
+        self.function_owners: dict[str, Tool] = {
+            t.function_name: t.tool for entry in live for t in entry.stored.tools
         }
         # Digest of (name, format, bytes) of each live catalog's last registration: an
         # identical resubmission (a periodic sync) is answered without parsing. A file
@@ -79,12 +82,15 @@ class LiveCatalogs:
         self.remember_source(name, entry.stored.source_digest)
         self._by_name[name] = entry
         self.views[name] = entry.view
-        self.function_owners.update((t.function_name, t.tool.id) for t in entry.stored.tools)
+        self.function_owners.update((t.function_name, t.tool) for t in entry.stored.tools)
         before = scope_sets(current) if current is not None else set()
         self._touch(before | scope_sets(entry), generation)
 
     def drop(self, current: LiveCatalog, generation: int) -> None:
-        """`current` is deleted at `generation`."""
+        """`current` is deleted at `generation`. Its tools are no longer read from the store:
+        a catalog stored anew under its name starts again at revision 1, and a snapshot
+        still naming the deleted tools must not read the new ones as theirs."""
+        retire(t.tool for t in current.stored.tools)
         name = current.stored.catalog.name
         del self._by_name[name]
         del self.views[name]
@@ -98,5 +104,5 @@ class LiveCatalogs:
 
     def _forget_functions(self, live: LiveCatalog) -> None:
         for stored in live.stored.tools:
-            if self.function_owners.get(stored.function_name) == stored.tool.id:
+            if self.function_owners.get(stored.function_name) is stored.tool:
                 del self.function_owners[stored.function_name]

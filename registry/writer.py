@@ -23,6 +23,7 @@ from indexer.formats import CatalogError, parse_catalog
 from indexer.formats.lint import POISONING, discovery_warnings
 from indexer.model import Catalog
 from indexer.retrieval.lexical import Tokenised
+from indexer.retrieval.tool_facts import ToolFacts
 from indexer.retrieval.vector_index import Partition
 from registry.catalog_diff import CatalogDiff, diff_catalog
 from registry.catalog_image import CatalogImage
@@ -33,6 +34,8 @@ from registry.indexing import DocumentTexts, LiveCatalog, SnapshotBuilder
 from registry.live_catalogs import LiveCatalogs
 from registry.snapshot import Snapshot
 from registry.store import SharedStore, StaleCatalog, Store, StoredCatalog
+from registry.store.base import left_in_store
+from registry.store.tool_texts import keep, read_ahead
 from registry.wire import MAX_CATALOG_NAME_CHARS, MAX_FORMAT_CHARS
 
 logger = logging.getLogger(__name__)
@@ -174,12 +177,11 @@ class Writer:
         applied = 0
         for stored in changes.changed:
             current = self._live.get(stored.catalog.name)
-            if (
-                current is not None
-                and current.stored.revision == stored.revision
-                and current.stored.catalog == stored.catalog
-            ):
-                continue  # this replica's own write, or one it has already applied
+            if current is not None and current.stored.revision == stored.revision:
+                # Compared tool by tool: their schemas read in a query a side.
+                read_ahead((*current.stored.catalog.tools, *stored.catalog.tools))
+                if current.stored.catalog == stored.catalog:
+                    continue  # this replica's own write, or one it has already applied
             entry = LiveCatalog.of(stored)
             missing = self._vectors.embed_missing(DocumentTexts([entry]))
             if missing:  # the writer stores its vectors in the same transaction
@@ -304,8 +306,14 @@ class Writer:
             return self._nothing_changed(current.stored, diff.unchanged)
         new_vectors = self._vectors.embed_missing(diff.missing_documents(self._vectors))
         image = CatalogImage(
-            diff.doc_hashes, Tokenised.of(diff.documents), tuple(t.scopes for t in catalog.tools)
+            diff.doc_hashes,
+            Tokenised.of(diff.documents),
+            tuple(t.scopes for t in catalog.tools),
+            tuple(ToolFacts.of(t) for t in catalog.tools),
         )
+        if current is not None:
+            # The snapshots until the next one still show its tools as stored now.
+            keep(current.stored.catalog.tools)
         generation = self._store.replace_catalog(
             catalog,
             diff.revision,
@@ -318,8 +326,11 @@ class Writer:
         )
         self._advance(generation)
         self._vectors.add(new_vectors)
-        stored = StoredCatalog(
-            catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
+        stored = left_in_store(
+            StoredCatalog(
+                catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
+            ),
+            self._store,
         )
         entry = LiveCatalog.with_image(stored, image)
         self._live.take(current, entry, generation)
@@ -353,6 +364,7 @@ class Writer:
             if current is None:
                 close = difflib.get_close_matches(name, self._live.names(), n=3, cutoff=0.5)
                 raise CatalogNotFound(name, close)
+            keep(current.stored.catalog.tools)
             generation = self._store.delete_catalog(name)
             if generation is None:  # another replica deleted it first
                 self._follow()

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.effects import is_destructive
 from indexer.retrieval.features import SHORTLIST, ShortlistFacts, candidate_features
 from indexer.retrieval.first_stage import FirstStage, Request, first_stage
 from indexer.retrieval.learned import LearnedStage, WeakReason
@@ -224,7 +223,7 @@ def safer_alternative(listed: Shortlist, reranked: Reranked, answer: int) -> int
     that destroys nothing and scores close to it, if any: which of the two the request wants
     is not the registry's to decide. Close means within a quarter of the drop in score from the
     answer to the CLOSE_RANK-th tool of the order, among the tools ranked before that."""
-    if not is_destructive(listed.entries[answer].tool):
+    if not listed.entries[answer].destructive:
         return None
     order, scores = reranked.order.tolist(), reranked.scores
     if not order or order[0] != answer:
@@ -234,7 +233,7 @@ def safer_alternative(listed: Shortlist, reranked: Reranked, answer: int) -> int
     for other in reach:
         if scores[answer] - scores[other] > spread * CLOSE_SHARE:
             return None
-        if not is_destructive(listed.entries[other].tool):
+        if not listed.entries[other].destructive:
             return int(other)
     return None
 

@@ -20,9 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.model import Tool, ToolLink
-from indexer.retrieval.document import summary
-from indexer.retrieval.features import property_names, words_of
+from indexer.retrieval.features import words_of
 from indexer.retrieval.lexical import Postings, Tokenised, Vocabulary
+from indexer.retrieval.tool_facts import ToolFacts
 
 # Past this many slots per live vector, a full build renumbers the slots (a long history of
 # changes would otherwise grow the arena without bound).
@@ -44,10 +44,17 @@ class IndexedTool:
     # what gives them by tool name when first read (a catalog's links are derived lazily:
     # indexer.derived_links.CatalogLinks).
     link_source: tuple[ToolLink, ...] | Callable[[str], tuple[ToolLink, ...]] = ()
+    # What a search reads of the tool besides its name, as its catalog's image gives it (a
+    # search then parses no schema); None: derived from the tool when first read.
+    known_facts: ToolFacts | None = None
 
     @property
     def id(self) -> str:
         return self.tool.id
+
+    @cached_property
+    def facts(self) -> ToolFacts:
+        return self.known_facts if self.known_facts is not None else ToolFacts.of(self.tool)
 
     @cached_property
     def links(self) -> tuple[ToolLink, ...]:
@@ -61,16 +68,21 @@ class IndexedTool:
 
     @cached_property
     def input_names(self) -> frozenset[str]:
-        return property_names(self.tool.input_schema)
+        return self.facts.input_names
 
     @cached_property
     def output_names(self) -> frozenset[str]:
-        return property_names(self.tool.output_schema)
+        return self.facts.output_names
 
-    @cached_property
+    @property
     def summary(self) -> str:
-        """The description's first sentence (computed for the tools that are shown)."""
-        return summary(self.tool.description)
+        """The description's first sentence (`indexer.retrieval.document.summary`)."""
+        return self.facts.summary
+
+    @property
+    def destructive(self) -> bool:
+        """Whether calling it may destroy something (`indexer.retrieval.effects`)."""
+        return self.facts.destructive
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)
@@ -97,8 +109,9 @@ class Segment:
 
     @cached_property
     def rows(self) -> dict[str, int]:
-        """Tool id -> row within the segment."""
-        return {entry.id: row for row, entry in enumerate(self.entries)}
+        """Tool name -> row within the segment (keyed by the names the tools hold: an id
+        string per tool was 140 bytes of every tool held)."""
+        return {entry.tool.name: row for row, entry in enumerate(self.entries)}
 
 
 # A segment's vectors, one row per tool: a matrix, or the rows apart (a start-up reads each

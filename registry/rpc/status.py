@@ -22,7 +22,7 @@ from registry.errors import (
     Unauthenticated,
     WorkflowNotFound,
 )
-from registry.store import StaleCatalog, StoreError
+from registry.store import StaleCatalog, StoreError, ToolChanged
 from registry.wire import MAX_ERROR_CHARS
 
 __all__ = ["CallContext", "Context", "mapped", "status_for"]
@@ -42,6 +42,7 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (CallerGone, grpc.StatusCode.DEADLINE_EXCEEDED),
     (StaleCatalog, grpc.StatusCode.ABORTED),
+    (ToolChanged, grpc.StatusCode.ABORTED),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
 )
 

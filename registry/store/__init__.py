@@ -13,6 +13,7 @@ from registry.store.base import (
     StoredCatalog,
     StoredTool,
     StoreError,
+    ToolChanged,
 )
 from registry.store.postgres import PostgresStore, is_postgres
 from registry.store.sqlite import SCHEMA_VERSION, SqliteStore
@@ -28,6 +29,7 @@ __all__ = [
     "StoreError",
     "StoredCatalog",
     "StoredTool",
+    "ToolChanged",
     "open_store",
 ]
 

@@ -8,10 +8,9 @@ leaves the old state or the new one, never a mix.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -22,13 +21,20 @@ from indexer.errors import CapregError
 from indexer.model import (
     Catalog,
     CatalogFormat,
-    JsonObject,
     Tool,
-    ToolLink,
     Transition,
     Workflow,
     WorkflowState,
 )
+from registry.store.tool_texts import (
+    CatalogTexts,
+    StoredToolText,
+    TextReader,
+    ToolChanged,
+    tool_from_json,
+)
+
+__all__ = ["StoredToolText", "ToolChanged", "tool_from_json"]
 
 
 class StoreError(CapregError):
@@ -76,110 +82,6 @@ def tool_to_json(tool: Tool) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-# Tools share a few scope sets (most have none): one object per distinct set, not per tool.
-_SCOPE_SETS: dict[frozenset[str], frozenset[str]] = {}
-
-
-def _shared(scopes: Iterable[str]) -> frozenset[str]:
-    wanted = frozenset(scopes)
-    return _SCOPE_SETS.setdefault(wanted, wanted) if len(_SCOPE_SETS) < 65_536 else wanted
-
-
-def tool_from_json(catalog: str, name: str, text: str) -> Tool:
-    # orjson: a restart parses every stored tool (1.9 s with json at 100k, 0.9 s with orjson).
-    data = orjson.loads(text)
-    return Tool(
-        catalog=catalog,
-        name=name,
-        description=data["description"],
-        input_schema=data["input_schema"],
-        output_schema=data["output_schema"],
-        annotations=data["annotations"],
-        title=data["title"],
-        tags=tuple(data["tags"]),
-        scopes=_shared(data["scopes"]),
-        examples=tuple(data["examples"]),
-        links=tuple(
-            ToolLink(rel=link["rel"], target_id=link["target"], arguments=link["arguments"])
-            for link in data.get("links", ())
-        ),
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(catalog: str, name: str, text: str) -> Tool:
-    # The tools searches show and rank are read again and again; the rest are read rarely.
-    return tool_from_json(catalog, name, text)
-
-
-class StoredToolText(Tool):
-    """A stored tool held as the JSON the store keeps, parsed when a field past its name is
-    read (and the last few thousand parsed are remembered).
-
-    A restart makes one of these per stored tool instead of parsing every schema: parsing
-    was the largest part of loading a store (0.5 s at 100,000 tools), and parsed schemas
-    about 1.8 KB of every tool held (docs/performance.md). What a search reads of every tool
-    (its name, its document hash, tokens and scopes) comes from the catalog's image
-    (`registry.catalog_image`), so only the tools a search shows or ranks are parsed."""
-
-    __slots__ = ("_text",)
-    _text: str
-
-    def __init__(self, catalog: str, name: str, text: str) -> None:
-        object.__setattr__(self, "catalog", catalog)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "_text", text)
-
-    def parsed(self) -> Tool:
-        return _parsed(self.catalog, self.name, self._text)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, StoredToolText) and other._text == self._text:
-            return other.catalog == self.catalog and other.name == self.name
-        return self.parsed() == (other.parsed() if isinstance(other, StoredToolText) else other)
-
-    __hash__ = None  # type: ignore[assignment]  # as a Tool: its schemas are dicts
-
-    def __repr__(self) -> str:
-        return f"StoredToolText(catalog={self.catalog!r}, name={self.name!r})"
-
-    @property  # read from the stored JSON, not from a slot
-    def description(self) -> str:
-        return self.parsed().description
-
-    @property
-    def input_schema(self) -> JsonObject:
-        return self.parsed().input_schema
-
-    @property
-    def output_schema(self) -> JsonObject | None:
-        return self.parsed().output_schema
-
-    @property
-    def annotations(self) -> JsonObject:
-        return self.parsed().annotations
-
-    @property
-    def title(self) -> str:
-        return self.parsed().title
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return self.parsed().tags
-
-    @property
-    def scopes(self) -> frozenset[str]:
-        return self.parsed().scopes
-
-    @property
-    def examples(self) -> tuple[str, ...]:
-        return self.parsed().examples
-
-    @property
-    def links(self) -> tuple[ToolLink, ...]:
-        return self.parsed().links
-
-
 def workflows_to_json(workflows: Sequence[Workflow]) -> str:
     return json.dumps([w.to_json() for w in workflows], ensure_ascii=False)
 
@@ -216,28 +118,34 @@ def workflows_from_json(text: str) -> tuple[Workflow, ...]:
 
 
 def stored_catalogs(
-    catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]]
+    catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]], reader: TextReader
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
     as JSON, revision, source digest, workflows as JSON, image or None) and their tools' rows
-    (catalog, name, data, function name, revision, position; each catalog's rows in any
-    order, in position order or not): the same for every backend."""
+    (catalog, name, function name, revision, position; each catalog's rows in any order, in
+    position order or not), the tools' JSON left in the store for `reader` to read when asked
+    (`registry.store.tool_texts`): the same for every backend."""
     by_catalog: dict[str, list[tuple[int, StoredTool]]] = {}
-    # One string per catalog name, not one per tool row.
-    names: dict[str, str] = {}
+    # One object per catalog, not one per tool row.
+    texts: dict[str, CatalogTexts] = {}
+    # One int object per revision number, not one per tool row.
+    revisions: dict[int, int] = {}
     shuffled: set[str] = set()
-    for catalog, name, data, function_name, revision, position in tool_rows:
-        catalog_name = names.setdefault(str(catalog), str(catalog))
-        placed = by_catalog.setdefault(catalog_name, [])
+    for catalog, name, function_name, revision, position in tool_rows:
+        source = texts.get(catalog)
+        if source is None:
+            source = texts[catalog] = CatalogTexts(reader, str(catalog))
+        placed = by_catalog.setdefault(source.catalog, [])
         if placed and position < placed[-1][0]:
-            shuffled.add(catalog_name)
+            shuffled.add(source.catalog)
+        held = revisions.setdefault(revision, int(revision))
         placed.append(
             (
                 position,
                 StoredTool(
-                    tool=StoredToolText(catalog_name, str(name), str(data)),
+                    tool=StoredToolText(source, str(name), held),
                     function_name=str(function_name),
-                    revision=int(revision),
+                    revision=held,
                 ),
             )
         )
@@ -267,6 +175,24 @@ def stored_catalogs(
             )
         )
     return result
+
+
+def left_in_store(stored: StoredCatalog, reader: TextReader) -> StoredCatalog:
+    """`stored`, just written to the store `reader` reads, with its tools held by name and
+    revision like a loaded catalog's: a registry that registered a catalog holds no more of
+    it than one that loaded it (`registry.store.tool_texts`)."""
+    texts = CatalogTexts(reader, stored.catalog.name)
+    tools = tuple(
+        StoredTool(
+            tool=StoredToolText(texts, held.tool.name, held.revision),
+            function_name=held.function_name,
+            revision=held.revision,
+        )
+        for held in stored.tools
+    )
+    return replace(
+        stored, catalog=replace(stored.catalog, tools=tuple(t.tool for t in tools)), tools=tools
+    )
 
 
 class StaleCatalog(CapregError):
@@ -305,6 +231,14 @@ class Store(Protocol):
 
     def catalogs(self) -> list[StoredCatalog]:
         """Every stored catalog with its tools, by name (used at start-up)."""
+        ...
+
+    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
+        """The stored JSON of the tool at that revision; None when it is not stored so."""
+        ...
+
+    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
+        """(name, revision, stored JSON) of every tool of the catalog, in one read."""
         ...
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:

@@ -246,7 +246,7 @@ class PostgresStore:
                 (generation,),
             ).fetchall()
             tool_rows = conn.execute(
-                "SELECT t.catalog, t.name, t.data, t.function_name, t.revision, t.position"
+                "SELECT t.catalog, t.name, t.function_name, t.revision, t.position"
                 " FROM tools t"
                 " JOIN catalogs c ON c.name = t.catalog WHERE c.generation > %s"
                 " ORDER BY t.catalog, t.position",
@@ -259,8 +259,23 @@ class PostgresStore:
                     (generation,),
                 ).fetchall()
             ]
-        result = stored_catalogs(catalog_rows, tool_rows)
+        result = stored_catalogs(catalog_rows, tool_rows, self)
         return Changes(changed=result, deleted=deleted, generation=current)
+
+    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT data FROM tools WHERE catalog=%s AND name=%s AND revision=%s",
+                (catalog, name, revision),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT name, revision, data FROM tools WHERE catalog=%s", (catalog,)
+            ).fetchall()
+        return [(str(name), int(str(revision)), str(data)) for name, revision, data in rows]
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
         """Stored vectors for whichever of `doc_hashes` have one under `model`."""

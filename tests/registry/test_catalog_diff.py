@@ -93,14 +93,14 @@ def test_the_next_revision_follows_the_stored_one() -> None:
 
 def test_a_function_name_another_catalog_owns_is_a_collision() -> None:
     diff = diff_catalog(None, catalog(tool("find")))
-    [problem] = diff.collisions({"crm__find": "other/find"})
+    [problem] = diff.collisions({"crm__find": tool("find", catalog="other")})
     assert "'find'" in problem
     assert "'other/find'" in problem
 
 
 def test_a_catalogs_own_previous_tools_never_collide() -> None:
     diff = diff_catalog(None, catalog(tool("find")))
-    assert diff.collisions({"crm__find": "crm/find", "crm__gone": "crm/gone"}) == []
+    assert diff.collisions({"crm__find": tool("find"), "crm__gone": tool("gone")}) == []
 
 
 def test_two_tools_of_one_catalog_with_one_function_name_collide() -> None:

@@ -14,11 +14,11 @@ import yaml
 from indexer.model import Tool
 from indexer.retrieval.document import document_hash
 from indexer.retrieval.lexical import Tokenised
+from indexer.retrieval.tool_facts import ToolFacts
 from registry import catalog_image, indexing
 from registry.catalog_image import CatalogImage, decode
 from registry.core import Registry
-from registry.store import SqliteStore
-from registry.store import base as store_base
+from registry.store import SqliteStore, tool_texts
 from tests.conftest import DATA, CountingEmbedder
 
 MINI = (DATA / "mini.yaml").read_text()
@@ -31,15 +31,35 @@ def renamed(name: str) -> str:
     return yaml.safe_dump(document)
 
 
-def image_of(documents: list[str], scopes: list[frozenset[str]] | None = None) -> CatalogImage:
+def image_of(
+    documents: list[str],
+    scopes: list[frozenset[str]] | None = None,
+    facts: list[ToolFacts] | None = None,
+) -> CatalogImage:
     own = tuple(scopes) if scopes is not None else (frozenset(),) * len(documents)
-    return CatalogImage(tuple(document_hash(d) for d in documents), Tokenised.of(documents), own)
+    known = tuple(facts) if facts is not None else (ToolFacts("", "", "", False),) * len(documents)
+    return CatalogImage(
+        tuple(document_hash(d) for d in documents), Tokenised.of(documents), own, known
+    )
 
 
 def test_an_image_reads_back_as_it_was_written() -> None:
     documents = ["Weather: get forecast\nThe forecast for a city", "", "São Paulo café x"]
     scopes = [frozenset({"crm:read", "pii"}), frozenset(), frozenset({"crm:read", "pii"})]
-    image = image_of(documents, scopes)
+    facts = [
+        ToolFacts.of(
+            Tool(
+                catalog="c",
+                name="delete_city",
+                description="Removes a city. For good.",
+                input_schema={"properties": {"city": {}, "a\x1fb\x00c": {}}},
+                output_schema={"properties": {"removed": {}}},
+            )
+        ),
+        ToolFacts("", "", "", False),
+        ToolFacts("São Paulo…", "x", "", True),
+    ]
+    image = image_of(documents, scopes, facts)
     back = decode(image.encode(), len(documents))
     assert back is not None
     assert back.doc_hashes == tuple(document_hash(text) for text in documents)
@@ -49,6 +69,11 @@ def test_an_image_reads_back_as_it_was_written() -> None:
     assert back.tokens.distinct.tolist() == [4, 0, 3]  # "forecast" twice in the first
     assert back.tokens.lengths.tolist() == [5, 0, 3]
     assert back.scopes == tuple(scopes)
+    assert back.facts == tuple(facts)
+    assert back.facts[0].summary == "Removes a city."
+    assert back.facts[0].input_names == {"city", "a b c"}
+    assert back.facts[0].output_names == {"removed"}
+    assert back.facts[0].destructive
 
 
 def test_an_image_of_more_terms_than_two_bytes_count_keeps_every_id() -> None:
@@ -154,33 +179,40 @@ def test_an_image_derived_another_way_is_replaced(
     store.close()
 
 
-def test_a_restart_parses_only_the_schemas_a_search_reads(
+def test_a_restart_reads_no_schema_until_one_is_asked_for(
     tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "store.db"
     registry, store = restart(path, embedder)
-    # More tools than the learned stage's shortlist (50), which reads each one's schema.
+    # More tools than the learned stage's shortlist (50), which reads each one's parameters.
     names = [f"copy{i}" for i in range(20)]
     with registry.bulk():
         for name in names:
             registry.register(renamed(name))
-    tools = len(names) * len(yaml.safe_load(MINI)["tools"])
     before = registry.search(QUERY, limit=3)
-    schema = registry.schemas([before.hits[0].entry.id])[0].tool
+    held = registry.schemas([before.hits[0].entry.id])[0].tool
+    schema = (held.description, held.input_schema, held.annotations)
     store.close()
     parsed: list[str] = []
-    real = store_base.tool_from_json
+    real = tool_texts.tool_from_json
 
     def counted(catalog: str, name: str, text: str) -> Tool:
         parsed.append(f"{catalog}/{name}")
         return real(catalog, name, text)
 
-    monkeypatch.setattr(store_base, "tool_from_json", counted)
-    store_base._parsed.cache_clear()
+    monkeypatch.setattr(tool_texts, "tool_from_json", counted)
+    tool_texts.PARSED.clear()
     restarted, store = restart(path, embedder)
     assert parsed == []
     after = restarted.search(QUERY, limit=3)
-    assert [h.entry.id for h in after.hits] == [h.entry.id for h in before.hits]
-    assert 0 < len(set(parsed)) < tools
-    assert restarted.schemas([after.hits[0].entry.id])[0].tool == schema
+    assert [(h.entry.id, h.entry.summary) for h in after.hits] == [
+        (h.entry.id, h.entry.summary) for h in before.hits
+    ]
+    assert parsed == []
+    shown = after.hits[0].entry.id
+    read = restarted.schemas([shown])[0].tool
+    assert (read.description, read.input_schema, read.annotations) == schema
+    # The schema asked for, and its catalog's others (its links are derived from them all).
+    assert shown in parsed
+    assert {tool_id.partition("/")[0] for tool_id in parsed} == {shown.partition("/")[0]}
     store.close()
