@@ -77,10 +77,11 @@ class Assembly:
 
     def row_of(self, tool_id: str) -> int | None:
         """The row of the tool with this id (None when there is none)."""
-        code = self.catalogs.get(tool_id.partition("/")[0])
+        catalog, _, name = tool_id.partition("/")
+        code = self.catalogs.get(catalog)
         if code is None:
             return None
-        row = self.segments[code].rows.get(tool_id)
+        row = self.segments[code].rows.get(name)
         return None if row is None else int(self.bounds[code]) + row
 
 
@@ -397,7 +398,7 @@ def _spliced_literals(
 
 
 def _spelled(segments: Sequence[Segment]) -> list[Spelled]:
-    return [(e.id, e.tool.name, e.function_name) for s in segments for e in s.entries]
+    return [(e.tool, e.function_name) for s in segments for e in s.entries]
 
 
 def _stack(

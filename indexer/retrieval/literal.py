@@ -11,19 +11,22 @@ full id (`catalog/tool`) and its function-calling name always count.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.model import Tool
+from indexer.naming import FUNCTION_NAME
+
 _MARKED = re.compile(r"[_\-.0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 # Runs of identifier characters; a trailing separator is sentence punctuation ("use x.").
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-./:]*")
 MIN_LENGTH = 3
-V = TypeVar("V", tuple[str, ...], str)
+V = TypeVar("V", tuple[Tool, ...], str)
 
 
 def lookup_key(name: str) -> str | None:
@@ -52,17 +55,23 @@ class Named:
 NOTHING = Named(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
-# A tool as the lookup files it: (id, name, function-calling name).
-Spelled = tuple[str, str, str]
+# A tool as the lookup files it: the tool (its catalog and name) and its function-calling name.
+Spelled = tuple[Tool, str]
 
 
 class Literals:
-    """Lookup from the names tools and catalogs are called by to tool ids and catalog names.
+    """Lookup from the names tools and catalogs are called by to the tools and catalogs.
 
-    Keyed by ids and names, not rows, so a snapshot that changes a few catalogs reuses the
-    previous lookup and records those catalogs' tools over it (`spliced`), instead of filing
-    every name again; rows are resolved per request. Every name is filed lowercased, without
+    Keyed by names, not rows, so a snapshot that changes a few catalogs reuses the previous
+    lookup and records those catalogs' tools over it (`spliced`), instead of filing every
+    name again; rows are resolved per request. Every name is filed lowercased, without
     checking its shape; whether a name counts is decided for the few a request's words hit.
+
+    Only tool names are filed, each with the tools that have it (the tool objects the
+    snapshot holds: no string is made per tool). A full id (`catalog/tool`) and a plain
+    function-calling name (`catalog__tool`) are split and looked up by their tool name; the
+    few function names that are not plain (shortened, hashed: `indexer.naming`) are filed
+    as they are. Filing every id and function name cost 740 MB at a million tools.
 
     A spliced lookup is layered: a full lookup (the base, never changed) under the keys the
     changes since touched, each with its whole current value (empty: gone). Copying the full
@@ -71,14 +80,16 @@ class Literals:
     """
 
     def __init__(self, tools: Iterable[Spelled] = (), catalogs: Iterable[str] = ()) -> None:
-        # Lowercased id or function name -> ids; lowercased tool name -> ids; lowercased
-        # catalog name -> name ("" in a layer: gone). Values are tuples: lookups share them.
-        self._exact: dict[str, tuple[str, ...]] = {}
-        self._by_name: dict[str, tuple[str, ...]] = {}
+        # Lowercased tool name -> tools; lowercased function name that is not plain ->
+        # tools; lowercased catalog name -> name ("" in a layer: gone). Values are tuples:
+        # lookups share them.
+        self._by_name: dict[str, tuple[Tool, ...]] = {}
+        self._hashed: dict[str, tuple[Tool, ...]] = {}
         self._catalogs: dict[str, str] = {}
         # The full lookup this one is a layer over (None: this one is full).
         self._base: Literals | None = None
-        self._add(tools, catalogs)
+        self._add_whole(tools)
+        self._add((), catalogs)
 
     def spliced(
         self,
@@ -87,18 +98,19 @@ class Literals:
         added: Iterable[Spelled],
         added_catalogs: Iterable[str],
     ) -> Literals:
-        """This lookup without `removed` and with `added` (this one is unchanged)."""
+        """This lookup without `removed` (the very tool objects filed) and with `added`
+        (this one is unchanged)."""
         copy = Literals.__new__(Literals)
         copy._base = self._base if self._base is not None else self
         layered = self._base is not None
-        copy._exact = dict(self._exact) if layered else {}
         copy._by_name = dict(self._by_name) if layered else {}
+        copy._hashed = dict(self._hashed) if layered else {}
         copy._catalogs = dict(self._catalogs) if layered else {}
         base = copy._base
-        for tool_id, name, function in removed:
-            _drop(copy._exact, base._exact, tool_id.lower(), tool_id)
-            _drop(copy._exact, base._exact, function.lower(), tool_id)
-            _drop(copy._by_name, base._by_name, name.lower(), tool_id)
+        for tool, function in removed:
+            _drop(copy._by_name, base._by_name, _lowered(tool.name), tool)
+            if not _plain(tool, function):
+                _drop(copy._hashed, base._hashed, _lowered(function), tool)
         for catalog in removed_catalogs:
             copy._catalogs[catalog.lower()] = ""
         copy._add(added, added_catalogs)
@@ -108,8 +120,8 @@ class Literals:
         base = self._base
         if base is None:
             return False
-        layer = len(self._exact) + len(self._by_name) + len(self._catalogs)
-        full = len(base._exact) + len(base._by_name) + len(base._catalogs)
+        layer = len(self._by_name) + len(self._hashed) + len(self._catalogs)
+        full = len(base._by_name) + len(base._hashed) + len(base._catalogs)
         return layer > max(LAYER_MIN, LAYER_SHARE * full)
 
     def _folded(self) -> Literals:
@@ -118,20 +130,35 @@ class Literals:
         assert base is not None
         full = Literals.__new__(Literals)
         full._base = None
-        full._exact = _merged(base._exact, self._exact)
         full._by_name = _merged(base._by_name, self._by_name)
+        full._hashed = _merged(base._hashed, self._hashed)
         full._catalogs = _merged(base._catalogs, self._catalogs)
         return full
+
+    def _add_whole(self, tools: Iterable[Spelled]) -> None:
+        """Files `tools` into an empty full lookup (each key's tuple made once: a name that
+        thousands of catalogs share would otherwise be copied once per tool)."""
+        by_name: dict[str, list[Tool]] = {}
+        hashed: dict[str, list[Tool]] = {}
+        for tool, function in tools:
+            by_name.setdefault(_lowered(tool.name), []).append(tool)
+            if not _plain(tool, function):
+                hashed.setdefault(_lowered(function), []).append(tool)
+        self._by_name = {key: tuple(found) for key, found in by_name.items()}
+        self._hashed = {key: tuple(found) for key, found in hashed.items()}
 
     def _add(self, tools: Iterable[Spelled], catalogs: Iterable[str]) -> None:
         # A full lookup is its own base: what its tables lack, nothing has.
         base = self._base or self
-        for tool_id, name, function in tools:
-            _file(self._exact, base._exact, tool_id.lower(), tool_id)
-            _file(self._exact, base._exact, function.lower(), tool_id)
-            _file(self._by_name, base._by_name, name.lower(), tool_id)
+        for tool, function in tools:
+            _file(self._by_name, base._by_name, _lowered(tool.name), tool)
+            if not _plain(tool, function):
+                _file(self._hashed, base._hashed, _lowered(function), tool)
         for catalog in catalogs:
             self._catalogs[catalog.lower()] = catalog
+
+    def _tools(self, key: str) -> tuple[Tool, ...]:
+        return _current(self._by_name, (self._base or self)._by_name, key, ())
 
     def named(
         self, text: str, row_of: Callable[[str], int | None], code_of: Callable[[str], int | None]
@@ -148,14 +175,15 @@ class Literals:
         # tool of the same name (mirrors of one server, at a million tools hundreds of them).
         spelled: dict[str, bool] = {}
         for word in lowered:  # every key is lowercase
-            ids.update(_current(self._exact, base._exact, word, ()))
-            for tool_id in _current(self._by_name, base._by_name, word, ()):
-                name = tool_id.partition("/")[2]
+            ids.update(tool.id for tool in self._full_ids(word))
+            ids.update(t.id for t in _current(self._hashed, base._hashed, word, ()))
+            for tool in self._tools(word):
+                name = tool.name
                 found = spelled.get(name)
                 if found is None:
                     found = spelled[name] = lookup_key(name) in words
                 if found:
-                    ids.add(tool_id)
+                    ids.add(tool.id)
             catalog = _current(self._catalogs, base._catalogs, word, "")
             if catalog and lookup_key(catalog) in words:
                 code = code_of(catalog)
@@ -167,6 +195,32 @@ class Literals:
         return Named(
             np.asarray(sorted(rows), dtype=np.int64), np.asarray(sorted(codes), dtype=np.int32)
         )
+
+    def _full_ids(self, word: str) -> Iterator[Tool]:
+        """The tools whose id (`catalog/tool`) or plain function name (`catalog__tool`, the
+        first `__` after the catalog: a catalog name holds none) is `word`, lowercased."""
+        catalog, slash, name = word.partition("/")
+        if slash:
+            yield from (t for t in self._tools(name) if t.catalog.lower() == catalog)
+        catalog, sep, name = word.partition("__")
+        if sep:
+            for tool in self._tools(name):
+                if tool.catalog.lower() == catalog and _plain(tool, f"{catalog}__{name}"):
+                    yield tool
+
+
+def _lowered(name: str) -> str:
+    """`name` lowercased: the same object when it already is (most tool names are)."""
+    lowered = name.lower()
+    return name if lowered == name else lowered
+
+
+def _plain(tool: Tool, function: str) -> bool:
+    """Whether the function name is `<catalog>__<tool>` (case aside), which `_full_ids`
+    finds by splitting it, rather than a shortened and hashed one."""
+    return function.lower() == f"{tool.catalog}__{tool.name}".lower() and bool(
+        FUNCTION_NAME.fullmatch(f"{tool.catalog}__{tool.name}")
+    )
 
 
 # A layer is folded into a new base past this many keys, or this share of the base's.
@@ -181,19 +235,19 @@ def _current(layer: dict[str, V], base: dict[str, V], key: str, empty: V) -> V:
 
 
 def _file(
-    layer: dict[str, tuple[str, ...]], base: dict[str, tuple[str, ...]], key: str, tool_id: str
+    layer: dict[str, tuple[Tool, ...]], base: dict[str, tuple[Tool, ...]], key: str, tool: Tool
 ) -> None:
     found = _current(layer, base, key, ())
-    if tool_id not in found:
-        layer[key] = (*found, tool_id)
+    if not any(held is tool for held in found):
+        layer[key] = (*found, tool)
 
 
 def _drop(
-    layer: dict[str, tuple[str, ...]], base: dict[str, tuple[str, ...]], key: str, tool_id: str
+    layer: dict[str, tuple[Tool, ...]], base: dict[str, tuple[Tool, ...]], key: str, tool: Tool
 ) -> None:
     found = _current(layer, base, key, ())
-    if tool_id in found:
-        layer[key] = tuple(i for i in found if i != tool_id)
+    if any(held is tool for held in found):
+        layer[key] = tuple(held for held in found if held is not tool)
 
 
 def _merged(base: dict[str, V], layer: dict[str, V]) -> dict[str, V]:

@@ -6,17 +6,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from indexer.model import Tool
+from indexer.naming import function_name
 from indexer.retrieval import literal
 from indexer.retrieval.literal import Literals, Named, Spelled, lookup_key, tokens
 
+
+def spelled(tool_id: str) -> Spelled:
+    catalog, _, name = tool_id.partition("/")
+    tool = Tool(catalog=catalog, name=name, description="", input_schema={})
+    return tool, function_name(catalog, name)
+
+
 TOOLS = [
-    ("support/create_ticket", "create_ticket", "support__create_ticket"),
-    ("editing/copyEditing", "copyEditing", "editing__copyEditing"),
-    ("web/search", "search", "web__search"),
-    ("Context7/get-library-docs", "get-library-docs", "Context7__get-library-docs"),
+    spelled("support/create_ticket"),
+    spelled("editing/copyEditing"),
+    spelled("web/search"),
+    spelled("Context7/get-library-docs"),
 ]
 CATALOGS = {"support": 0, "editing": 1, "web": 2, "Context7": 3}
-ROWS = {tool_id: row for row, (tool_id, _, _) in enumerate(TOOLS)}
+ROWS = {tool.id: row for row, (tool, _) in enumerate(TOOLS)}
 
 
 def named(literals: Literals, text: str) -> Named:
@@ -43,6 +52,16 @@ def test_a_request_names_tools_and_catalogs() -> None:
     assert named(literals, "call support__create_ticket now").rows.tolist() == [0]
 
 
+def test_a_shortened_function_name_is_found_as_it_is_and_spliced_away() -> None:
+    odd, function = spelled("support/open ticket (v2)")
+    assert function != "support__open ticket (v2)"  # made safe and suffixed with a hash
+    literals = Literals([*TOOLS, (odd, function)], CATALOGS)
+    rows = {**ROWS, odd.id: 4}
+    assert literals.named(f"call {function.upper()}", rows.get, CATALOGS.get).rows.tolist() == [4]
+    gone = literals.spliced([(odd, function)], [], [], [])
+    assert not len(gone.named(f"call {function}", rows.get, CATALOGS.get).rows)
+
+
 def test_words_are_not_names() -> None:
     literals = Literals(TOOLS, CATALOGS)
     # "copyediting" is a word; `copyEditing` is the tool's name.
@@ -64,10 +83,10 @@ def test_any_text_names_only_known_rows(text: str) -> None:
 
 def test_a_spliced_lookup_equals_one_filed_from_scratch() -> None:
     before = Literals(TOOLS[:3], list(CATALOGS)[:3])
-    moved = ("web/search_pages", "search_pages", "web__search_pages")
+    moved = spelled("web/search_pages")
     after = before.spliced([TOOLS[2]], ["web"], [moved, TOOLS[3]], ["web", "Context7"])
     scratch = Literals([*TOOLS[:2], moved, TOOLS[3]], CATALOGS)
-    rows = {**ROWS, moved[0]: 2}
+    rows = {**ROWS, moved[0].id: 2}
     for text in ("use search_pages on the web", "call web/search", "use context7", "web__search"):
         got, want = (x.named(text, rows.get, CATALOGS.get) for x in (after, scratch))
         assert got.rows.tolist() == want.rows.tolist(), text
@@ -78,7 +97,7 @@ def test_a_spliced_lookup_equals_one_filed_from_scratch() -> None:
 
 
 def catalog_tools(catalog: str, names: list[str]) -> list[Spelled]:
-    return [(f"{catalog}/{n}", n, f"{catalog}__{n}") for n in names]
+    return [spelled(f"{catalog}/{n}") for n in names]
 
 
 @settings(
@@ -101,27 +120,32 @@ def test_a_lookup_spliced_change_after_change_equals_one_filed_from_scratch(
 ) -> None:
     monkeypatch.setattr(literal, "LAYER_MIN", fold_past)
     monkeypatch.setattr(literal, "LAYER_SHARE", 0.0)
-    live: dict[str, list[str]] = {"crm-2": ["find_lead"], "web_x": ["get_page", "open_it"]}
-    lookup = Literals([t for c, names in live.items() for t in catalog_tools(c, names)], list(live))
+    # The tool objects filed are the ones removed, as a snapshot's segments hold them.
+    live: dict[str, list[Spelled]] = {
+        "crm-2": catalog_tools("crm-2", ["find_lead"]),
+        "web_x": catalog_tools("web_x", ["get_page", "open_it"]),
+    }
+    lookup = Literals([t for tools in live.values() for t in tools], list(live))
     for catalog, names in changes:  # an empty list deletes the catalog
         before = live.pop(catalog, None)
         if names:
-            live[catalog] = names
+            live[catalog] = catalog_tools(catalog, names)
         lookup = lookup.spliced(
-            catalog_tools(catalog, before or []),
+            before or [],
             [catalog] if before is not None else [],
-            catalog_tools(catalog, names),
+            live.get(catalog, []),
             [catalog] if names else [],
         )
-    scratch = Literals([t for c, n in live.items() for t in catalog_tools(c, n)], list(live))
+    scratch = Literals([t for tools in live.values() for t in tools], list(live))
     every = [
         t
         for c in ("crm-2", "web_x", "docs9")
         for t in catalog_tools(c, ["find_lead", "get_page", "list_docs", "open_it"])
     ]
-    rows = {tool_id: row for row, (tool_id, _, _) in enumerate(every)}
+    rows = {tool.id: row for row, (tool, _) in enumerate(every)}
     codes = {name: code for code, name in enumerate(("crm-2", "web_x", "docs9"))}
-    for text in [f"call {i} or {n} or {f}" for i, n, f in every] + ["use crm-2 and docs9 on web_x"]:
+    texts = [f"call {t.id} or {t.name} or {f}" for t, f in every]
+    for text in [*texts, "use crm-2 and docs9 on web_x"]:
         got, want = (x.named(text, rows.get, codes.get) for x in (lookup, scratch))
         assert got.rows.tolist() == want.rows.tolist(), text
         assert got.catalogs.tolist() == want.catalogs.tolist(), text
