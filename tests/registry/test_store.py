@@ -25,6 +25,7 @@ from registry.store import PostgresStore, SqliteStore, Store, StoredTool, StoreE
 from registry.store.base import tool_from_json
 from registry.store.postgres import NOTIFY_CHANNEL
 from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
+from registry.store.tool_texts import PARSED, StoredToolText, read_ahead
 from tests.conftest import CATALOGS, DATA, CountingEmbedder
 from tests.support.server_process import serving
 
@@ -360,3 +361,30 @@ def test_tools_read_back_in_their_catalog_order_whatever_order_the_table_holds(
         "web": ["fetch_page", "search_web"],
     }
     reopened.close()
+
+
+def test_a_store_reads_each_tool_at_its_revision_and_a_catalog_in_one_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = catalog("c", ["a", "b"])
+    tools = cat.tools
+    store.replace_catalog(cat, 1, stored(cat), MODEL, {})
+    [loaded] = store.catalogs()
+    held = [t.tool for t in loaded.tools]
+    assert all(isinstance(t, StoredToolText) for t in held)
+    assert store.tool_text("c", "a", 2) is None
+    assert sorted(name for name, _, _ in store.catalog_texts("c")) == ["a", "b"]
+    PARSED.clear()
+    reads: list[str] = []
+    real = store.catalog_texts
+
+    def counted(name: str) -> list[tuple[str, int, str]]:
+        reads.append(name)
+        return real(name)
+
+    monkeypatch.setattr(store, "catalog_texts", counted)
+    read_ahead(held)
+    assert reads == ["c"]
+    assert [t.description for t in held] == ["does a", "does b"]
+    assert held[0] == tools[0]
+    assert held[0] == loaded.tools[0].tool

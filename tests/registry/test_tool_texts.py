@@ -11,12 +11,10 @@ import grpc
 import pytest
 import yaml
 
-from indexer.model import Catalog, Tool
-from indexer.naming import function_name
 from registry.core import Registry
 from registry.rpc.status import status_for
-from registry.store import PostgresStore, SqliteStore, Store, StoredTool, ToolChanged
-from registry.store.tool_texts import PARSED, StoredToolText, read_ahead
+from registry.store import SqliteStore, ToolChanged
+from registry.store.tool_texts import PARSED, StoredToolText
 from tests.conftest import DATA, CountingEmbedder
 
 MINI = yaml.safe_load((DATA / "mini.yaml").read_text())
@@ -113,42 +111,3 @@ def test_a_changed_tool_is_an_aborted_call_that_says_to_ask_again() -> None:
     code, message = status_for(ToolChanged("mini/convert_currency"))
     assert code == grpc.StatusCode.ABORTED
     assert "ask again" in message
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        opened: Store = SqliteStore(tmp_path / "store.db")
-    else:
-        opened = PostgresStore(request.getfixturevalue("postgres_dsn"))
-    yield opened
-    opened.close()
-
-
-def test_a_store_reads_each_tool_at_its_revision_and_a_catalog_in_one_read(store: Store) -> None:
-    tools = tuple(
-        Tool(catalog="c", name=name, description=f"does {name}", input_schema={})
-        for name in ("a", "b")
-    )
-    cat = Catalog(name="c", description="", tools=tools)
-    rows = [StoredTool(tool=t, function_name=function_name("c", t.name), revision=1) for t in tools]
-    store.replace_catalog(cat, 1, rows, "m", {})
-    [loaded] = store.catalogs()
-    held = [t.tool for t in loaded.tools]
-    assert all(isinstance(t, StoredToolText) for t in held)
-    assert store.tool_text("c", "a", 2) is None
-    assert sorted(name for name, _, _ in store.catalog_texts("c")) == ["a", "b"]
-    PARSED.clear()
-    reads: list[str] = []
-    real = store.catalog_texts
-
-    def counted(catalog: str) -> list[tuple[str, int, str]]:
-        reads.append(catalog)
-        return real(catalog)
-
-    store.catalog_texts = counted  # type: ignore[method-assign]
-    read_ahead(held)
-    assert reads == ["c"]
-    assert [t.description for t in held] == ["does a", "does b"]
-    assert held[0] == tools[0]
-    assert held[0] == loaded.tools[0].tool
