@@ -205,7 +205,7 @@ class Literals:
         catalog, sep, name = word.partition("__")
         if sep:
             for tool in self._tools(name):
-                if tool.catalog.lower() == catalog and _plain(tool, f"{catalog}__{name}"):
+                if tool.catalog.lower() == catalog and _plain(tool, f"{tool.catalog}__{tool.name}"):
                     yield tool
 
 
@@ -216,11 +216,11 @@ def _lowered(name: str) -> str:
 
 
 def _plain(tool: Tool, function: str) -> bool:
-    """Whether the function name is `<catalog>__<tool>` (case aside), which `_full_ids`
-    finds by splitting it, rather than a shortened and hashed one."""
-    return function.lower() == f"{tool.catalog}__{tool.name}".lower() and bool(
-        FUNCTION_NAME.fullmatch(f"{tool.catalog}__{tool.name}")
-    )
+    """Whether the function name is `<catalog>__<tool>` (`indexer.naming` gives that name
+    exactly when it is safe), which `_full_ids` finds by splitting it, rather than a
+    shortened and hashed one."""
+    plain = f"{tool.catalog}__{tool.name}"
+    return function == plain and FUNCTION_NAME.fullmatch(plain) is not None
 
 
 # A layer is folded into a new base past this many keys, or this share of the base's.
