@@ -28,8 +28,9 @@ from indexer.model import JsonObject, Tool, ToolLink
 
 # Parsed tools remembered (the ones searches show and agents fetch are read again and again).
 REMEMBERED = 4096
-# A catalog past this many tools is read tool by tool, not whole.
-WHOLE_CATALOG_READ = 2048
+# A catalog past this many tools is read tool by tool, not whole (at most half of what is
+# remembered, so a whole read does not push out every tool read before it).
+WHOLE_CATALOG_READ = REMEMBERED // 2
 
 
 class ToolChanged(CapregError):
@@ -161,7 +162,7 @@ class CatalogTexts:
     def read_whole(self, wanted: Sequence[tuple[str, int]]) -> None:
         """Reads the catalog in one query and remembers the `wanted` (name, revision) found
         at their revisions (what is not found is read, and fails, one by one later)."""
-        if self.retired or len(wanted) > min(WHOLE_CATALOG_READ, REMEMBERED // 2):
+        if self.retired or len(wanted) > WHOLE_CATALOG_READ:
             return
         rows = {
             (name, revision): text
