@@ -14,7 +14,8 @@ Status codes: INVALID_ARGUMENT for malformed requests and bad catalogs (the mess
 the entry and the rule broken); NOT_FOUND for unknown ids and catalogs; UNAUTHENTICATED for
 missing or bad credentials; PERMISSION_DENIED for a known caller lacking the scope an RPC
 needs; FAILED_PRECONDITION for a workflow move that is not legal in the stated state (the
-message lists the legal ones); UNAVAILABLE while the index is loading; INTERNAL for
+message lists the legal ones); ABORTED when another replica changed the same catalog or
+tool at the same time (retry); UNAVAILABLE while the index is loading; INTERNAL for
 anything unexpected. A search with no hits is OK with an empty list.
 """
 

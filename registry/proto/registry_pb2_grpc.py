@@ -83,7 +83,8 @@ class CapabilityRegistryServicer:
 
     def GetSchema(self, request, context):
         """Full schemas for up to 50 ids in one call. Any unknown id fails the whole call with
-        NOT_FOUND naming each unknown id and up to 3 close suggestions for it.
+        NOT_FOUND naming each unknown id and up to 3 close suggestions for it. ABORTED when
+        another replica changed the tool after this one's index was made: ask again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

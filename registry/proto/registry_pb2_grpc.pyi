@@ -14,7 +14,8 @@ Status codes: INVALID_ARGUMENT for malformed requests and bad catalogs (the mess
 the entry and the rule broken); NOT_FOUND for unknown ids and catalogs; UNAUTHENTICATED for
 missing or bad credentials; PERMISSION_DENIED for a known caller lacking the scope an RPC
 needs; FAILED_PRECONDITION for a workflow move that is not legal in the stated state (the
-message lists the legal ones); UNAVAILABLE while the index is loading; INTERNAL for
+message lists the legal ones); ABORTED when another replica changed the same catalog or
+tool at the same time (retry); UNAVAILABLE while the index is loading; INTERNAL for
 anything unexpected. A search with no hits is OK with an empty list.
 """
 
@@ -50,7 +51,8 @@ class CapabilityRegistryStub:
     """Ranks the tools the caller may see against a natural-language need."""
     GetSchema: _grpc.UnaryUnaryMultiCallable[_registry_pb2.GetSchemaRequest, _registry_pb2.GetSchemaResponse]
     """Full schemas for up to 50 ids in one call. Any unknown id fails the whole call with
-    NOT_FOUND naming each unknown id and up to 3 close suggestions for it.
+    NOT_FOUND naming each unknown id and up to 3 close suggestions for it. ABORTED when
+    another replica changed the tool after this one's index was made: ask again.
     """
     RegisterCatalog: _grpc.UnaryUnaryMultiCallable[_registry_pb2.RegisterCatalogRequest, _registry_pb2.RegisterCatalogResponse]
     """Registers or replaces a catalog as a whole. The catalog is validated before anything is
@@ -81,7 +83,8 @@ class CapabilityRegistryAsyncStub(CapabilityRegistryStub):
     """Ranks the tools the caller may see against a natural-language need."""
     GetSchema: _aio.UnaryUnaryMultiCallable[_registry_pb2.GetSchemaRequest, _registry_pb2.GetSchemaResponse]  # type: ignore[assignment]
     """Full schemas for up to 50 ids in one call. Any unknown id fails the whole call with
-    NOT_FOUND naming each unknown id and up to 3 close suggestions for it.
+    NOT_FOUND naming each unknown id and up to 3 close suggestions for it. ABORTED when
+    another replica changed the tool after this one's index was made: ask again.
     """
     RegisterCatalog: _aio.UnaryUnaryMultiCallable[_registry_pb2.RegisterCatalogRequest, _registry_pb2.RegisterCatalogResponse]  # type: ignore[assignment]
     """Registers or replaces a catalog as a whole. The catalog is validated before anything is
@@ -121,7 +124,8 @@ class CapabilityRegistryServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_registry_pb2.GetSchemaResponse, _abc.Awaitable[_registry_pb2.GetSchemaResponse]]:
         """Full schemas for up to 50 ids in one call. Any unknown id fails the whole call with
-        NOT_FOUND naming each unknown id and up to 3 close suggestions for it.
+        NOT_FOUND naming each unknown id and up to 3 close suggestions for it. ABORTED when
+        another replica changed the tool after this one's index was made: ask again.
         """
 
     @_abc_1.abstractmethod
