@@ -17,8 +17,19 @@ _HASH_CHARS = 10
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+def plain_function_name(catalog: str, tool: str) -> str:
+    """`<catalog>__<tool>`: the function name whenever it is safe (`function_name`)."""
+    return f"{catalog}__{tool}"
+
+
+def spelling(catalog: str, tool: str, name: str) -> str:
+    """What is held of a tool's function `name`: "" when it is the plain one (derived again
+    from the id when read: a string a tool less), else the name as it is."""
+    return "" if name == plain_function_name(catalog, tool) else name
+
+
 def function_name(catalog: str, tool: str) -> str:
-    plain = f"{catalog}__{tool}"
+    plain = plain_function_name(catalog, tool)
     if FUNCTION_NAME.fullmatch(plain):
         return plain
     digest = hashlib.sha256(f"{catalog}/{tool}".encode()).hexdigest()[:_HASH_CHARS]

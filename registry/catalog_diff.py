@@ -50,7 +50,9 @@ class CatalogDiff:
 
     def collisions(self, owners: Mapping[str, Tool]) -> list[str]:
         """Problems, one per tool whose function name is already another tool's: in another
-        catalog (`owners`: function name -> tool) or earlier in this one."""
+        catalog (`owners`: function name -> tool, for the names that are not plain; a plain
+        name is its own catalog's alone: `LiveCatalogs.function_owners`) or earlier in this
+        one."""
         problems = []
         seen: dict[str, str] = {}
         for stored in self.tools:
@@ -89,7 +91,7 @@ def diff_catalog(previous: StoredCatalog | None, catalog: Catalog) -> CatalogDif
             unchanged += 1
             since = before.revision
         name = function_name(catalog.name, tool.name)
-        tools.append(StoredTool(tool=tool, function_name=name, revision=since))
+        tools.append(StoredTool.named(tool, name, since))
     documents = tuple(document_text(tool, catalog.title) for tool in catalog.tools)
     return CatalogDiff(
         catalog=catalog,

@@ -124,7 +124,7 @@ class LiveCatalog:
             IndexedTool(
                 tool=stored.tool,
                 required_scopes=scopes,
-                function_name=stored.function_name,
+                spelling=stored.spelling,
                 catalog_title=catalog.title,
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,

@@ -25,11 +25,15 @@ class LiveCatalogs:
         # Each catalog's view, by name: what a snapshot publishes, copied whole per change
         # instead of gathered catalog by catalog (121,557 of them at a million tools).
         self.views = {name: c.view for name, c in self._by_name.items()}
-        # Function name -> the tool that has it, over every catalog: collisions are checked
-        # in O(tools registered), not O(tools stored). The tool, not its id: an id string per
-        # tool held was about 70 MB at a million tools.
+        # Function name -> the tool that has it, for the names that are not plain (shortened
+        # and hashed, `indexer.naming`: few): collisions are checked in O(tools registered),
+        # not O(tools stored). A plain `<catalog>__<tool>` needs no entry: it splits at its
+        # first `__` into its own catalog (no catalog name holds `__`), and so does a hashed
+        # name whose catalog part is whole (one cut short holds no `__`), so two catalogs can
+        # only share a hashed name; within a catalog `CatalogDiff.collisions` compares them
+        # all. An entry per tool was a string and a slot per tool (decision 0082).
         self.function_owners: dict[str, Tool] = {
-            t.function_name: t.tool for entry in live for t in entry.stored.tools
+            t.spelling: t.tool for entry in live for t in entry.stored.tools if t.spelling
         }
         # Digest of (name, format, bytes) of each live catalog's last registration: an
         # identical resubmission (a periodic sync) is answered without parsing. A file
@@ -82,7 +86,7 @@ class LiveCatalogs:
         self.remember_source(name, entry.stored.source_digest)
         self._by_name[name] = entry
         self.views[name] = entry.view
-        self.function_owners.update((t.function_name, t.tool) for t in entry.stored.tools)
+        self.function_owners.update((t.spelling, t.tool) for t in entry.stored.tools if t.spelling)
         before = scope_sets(current) if current is not None else set()
         self._touch(before | scope_sets(entry), generation)
 
@@ -104,5 +108,5 @@ class LiveCatalogs:
 
     def _forget_functions(self, live: LiveCatalog) -> None:
         for stored in live.stored.tools:
-            if self.function_owners.get(stored.function_name) is stored.tool:
-                del self.function_owners[stored.function_name]
+            if stored.spelling and self.function_owners.get(stored.spelling) is stored.tool:
+                del self.function_owners[stored.spelling]

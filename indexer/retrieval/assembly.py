@@ -398,7 +398,7 @@ def _spliced_literals(
 
 
 def _spelled(segments: Sequence[Segment]) -> list[Spelled]:
-    return [(e.tool, e.function_name) for s in segments for e in s.entries]
+    return [(e.tool, e.spelling) for s in segments for e in s.entries]
 
 
 def _stack(

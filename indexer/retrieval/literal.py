@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.model import Tool
-from indexer.naming import FUNCTION_NAME
+from indexer.naming import FUNCTION_NAME, plain_function_name
 
 _MARKED = re.compile(r"[_\-.0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
@@ -55,7 +55,8 @@ class Named:
 NOTHING = Named(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
-# A tool as the lookup files it: the tool (its catalog and name) and its function-calling name.
+# A tool as the lookup files it: the tool (its catalog and name) and its function-calling
+# name when that is not the plain `catalog__tool` ("" when it is: `IndexedTool.spelling`).
 Spelled = tuple[Tool, str]
 
 
@@ -107,10 +108,10 @@ class Literals:
         copy._hashed = dict(self._hashed) if layered else {}
         copy._catalogs = dict(self._catalogs) if layered else {}
         base = copy._base
-        for tool, function in removed:
+        for tool, spelling in removed:
             _drop(copy._by_name, base._by_name, _lowered(tool.name), tool)
-            if not _plain(tool, function):
-                _drop(copy._hashed, base._hashed, _lowered(function), tool)
+            if spelling:
+                _drop(copy._hashed, base._hashed, _lowered(spelling), tool)
         for catalog in removed_catalogs:
             copy._catalogs[catalog.lower()] = ""
         copy._add(added, added_catalogs)
@@ -140,20 +141,20 @@ class Literals:
         thousands of catalogs share would otherwise be copied once per tool)."""
         by_name: dict[str, list[Tool]] = {}
         hashed: dict[str, list[Tool]] = {}
-        for tool, function in tools:
+        for tool, spelling in tools:
             by_name.setdefault(_lowered(tool.name), []).append(tool)
-            if not _plain(tool, function):
-                hashed.setdefault(_lowered(function), []).append(tool)
+            if spelling:
+                hashed.setdefault(_lowered(spelling), []).append(tool)
         self._by_name = {key: tuple(found) for key, found in by_name.items()}
         self._hashed = {key: tuple(found) for key, found in hashed.items()}
 
     def _add(self, tools: Iterable[Spelled], catalogs: Iterable[str]) -> None:
         # A full lookup is its own base: what its tables lack, nothing has.
         base = self._base or self
-        for tool, function in tools:
+        for tool, spelling in tools:
             _file(self._by_name, base._by_name, _lowered(tool.name), tool)
-            if not _plain(tool, function):
-                _file(self._hashed, base._hashed, _lowered(function), tool)
+            if spelling:
+                _file(self._hashed, base._hashed, _lowered(spelling), tool)
         for catalog in catalogs:
             self._catalogs[catalog.lower()] = catalog
 
@@ -205,7 +206,7 @@ class Literals:
         catalog, sep, name = word.partition("__")
         if sep:
             for tool in self._tools(name):
-                if tool.catalog.lower() == catalog and _plain(tool, f"{tool.catalog}__{tool.name}"):
+                if tool.catalog.lower() == catalog and _safe(tool):
                     yield tool
 
 
@@ -215,12 +216,10 @@ def _lowered(name: str) -> str:
     return name if lowered == name else lowered
 
 
-def _plain(tool: Tool, function: str) -> bool:
-    """Whether the function name is `<catalog>__<tool>` (`indexer.naming` gives that name
-    exactly when it is safe), which `_full_ids` finds by splitting it, rather than a
-    shortened and hashed one."""
-    plain = f"{tool.catalog}__{tool.name}"
-    return function == plain and FUNCTION_NAME.fullmatch(plain) is not None
+def _safe(tool: Tool) -> bool:
+    """Whether the tool's plain function name `<catalog>__<tool>` is a safe one, which
+    `indexer.naming` gives it (rather than a shortened and hashed one, filed as it is)."""
+    return FUNCTION_NAME.fullmatch(plain_function_name(tool.catalog, tool.name)) is not None
 
 
 # A layer is folded into a new base past this many keys, or this share of the base's.

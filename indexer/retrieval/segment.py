@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.model import Tool, ToolLink
+from indexer.naming import plain_function_name
 from indexer.retrieval.features import words_of
 from indexer.retrieval.lexical import Postings, Tokenised, Vocabulary
 from indexer.retrieval.tool_facts import ToolFacts
@@ -35,7 +36,6 @@ class IndexedTool:
 
     tool: Tool
     required_scopes: frozenset[str]
-    function_name: str
     catalog_title: str
     catalog_version: str
     catalog_revision: int
@@ -47,10 +47,17 @@ class IndexedTool:
     # What a search reads of the tool besides its name, as its catalog's image gives it (a
     # search then parses no schema); None: derived from the tool when first read.
     known_facts: ToolFacts | None = None
+    # The function name when it is not the plain `<catalog>__<tool>` (`indexer.naming`), else
+    # "": derived when asked for, not held.
+    spelling: str = ""
 
     @property
     def id(self) -> str:
         return self.tool.id
+
+    @property
+    def function_name(self) -> str:
+        return self.spelling or plain_function_name(self.tool.catalog, self.tool.name)
 
     @cached_property
     def facts(self) -> ToolFacts:

@@ -26,6 +26,7 @@ from indexer.model import (
     Workflow,
     WorkflowState,
 )
+from indexer.naming import plain_function_name, spelling
 from registry.store.tool_texts import (
     CatalogTexts,
     StoredToolText,
@@ -44,9 +45,21 @@ class StoreError(CapregError):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StoredTool:
     tool: Tool
-    function_name: str
+    # The function name when it is not the plain `<catalog>__<tool>`, else "" (the stores
+    # read it so): a plain name is derived when asked for, not held, a string a tool less.
+    spelling: str
     # The catalog revision in which this tool's content last changed.
     revision: int
+
+    @classmethod
+    def named(cls, tool: Tool, function_name: str, revision: int) -> StoredTool:
+        return cls(
+            tool=tool, spelling=spelling(tool.catalog, tool.name, function_name), revision=revision
+        )
+
+    @property
+    def function_name(self) -> str:
+        return self.spelling or plain_function_name(self.tool.catalog, self.tool.name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,9 +135,12 @@ def stored_catalogs(
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
     as JSON, revision, source digest, workflows as JSON, image or None) and their tools' rows
-    (catalog, name, function name, revision, position; each catalog's rows in any order, in
+    (catalog, name, spelling, revision, position; each catalog's rows in any order, in
     position order or not), the tools' JSON left in the store for `reader` to read when asked
-    (`registry.store.tool_texts`): the same for every backend."""
+    (`registry.store.tool_texts`): the same for every backend. The spelling is the function
+    name as `StoredTool.spelling` holds it, "" when plain, computed by the database
+    (`CASE WHEN function_name = catalog || '__' || name THEN '' ELSE function_name END`), so a
+    load neither receives nor holds a string per tool for it."""
     by_catalog: dict[str, list[tuple[int, StoredTool]]] = {}
     # One object per catalog, not one per tool row.
     texts: dict[str, CatalogTexts] = {}
@@ -144,7 +160,7 @@ def stored_catalogs(
                 position,
                 StoredTool(
                     tool=StoredToolText(source, str(name), held),
-                    function_name=str(function_name),
+                    spelling=str(function_name),
                     revision=held,
                 ),
             )
@@ -185,7 +201,7 @@ def left_in_store(stored: StoredCatalog, reader: TextReader) -> StoredCatalog:
     tools = tuple(
         StoredTool(
             tool=StoredToolText(texts, held.tool.name, held.revision),
-            function_name=held.function_name,
+            spelling=held.spelling,
             revision=held.revision,
         )
         for held in stored.tools

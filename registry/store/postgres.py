@@ -246,7 +246,8 @@ class PostgresStore:
                 (generation,),
             ).fetchall()
             tool_rows = conn.execute(
-                "SELECT t.catalog, t.name, t.function_name, t.revision, t.position"
+                "SELECT t.catalog, t.name, CASE WHEN t.function_name = t.catalog || '__' || t.name"
+                " THEN '' ELSE t.function_name END, t.revision, t.position"
                 " FROM tools t"
                 " JOIN catalogs c ON c.name = t.catalog WHERE c.generation > %s"
                 " ORDER BY t.catalog, t.position",

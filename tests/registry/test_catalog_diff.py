@@ -107,9 +107,7 @@ def test_two_tools_of_one_catalog_with_one_function_name_collide() -> None:
     # Function names are injective per id, so the clash is made by hand: the check must not
     # rely on that.
     diff = diff_catalog(None, catalog(tool("find"), tool("lookup")))
-    clashing = replace(
-        diff, tools=(diff.tools[0], replace(diff.tools[1], function_name="crm__find"))
-    )
+    clashing = replace(diff, tools=(diff.tools[0], replace(diff.tools[1], spelling="crm__find")))
     [problem] = clashing.collisions({})
     assert problem.startswith("tool 'lookup'")
 

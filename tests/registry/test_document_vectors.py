@@ -43,7 +43,6 @@ def entry(catalog: str, name: str) -> IndexedTool:
     return IndexedTool(
         tool=tool,
         required_scopes=frozenset(),
-        function_name=f"{catalog}__{name}",
         catalog_title=catalog,
         catalog_version="1",
         catalog_revision=1,

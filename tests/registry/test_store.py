@@ -57,10 +57,7 @@ def catalog(name: str, tools: list[str], *, title: str = "T") -> Catalog:
 
 
 def stored(cat: Catalog, revision: int = 1) -> list[StoredTool]:
-    return [
-        StoredTool(tool=t, function_name=function_name(cat.name, t.name), revision=revision)
-        for t in cat.tools
-    ]
+    return [StoredTool.named(t, function_name(cat.name, t.name), revision) for t in cat.tools]
 
 
 def vector(seed: int) -> np.ndarray:
@@ -113,7 +110,7 @@ def test_a_failed_change_leaves_the_previous_version(store: Store) -> None:
     store.replace_catalog(hr, 1, stored(hr), MODEL, {})
     # A function name another catalog holds: the database refuses the whole change.
     clash = catalog("crm", ["create_lead"])
-    tools = [StoredTool(tool=clash.tools[0], function_name="hr__find_employee", revision=2)]
+    tools = [StoredTool.named(clash.tools[0], "hr__find_employee", 2)]
     with pytest.raises(Exception, match=r"(?i)unique"):
         store.replace_catalog(clash, 2, tools, MODEL, {"h9": vector(9)})
     assert store.generation() == 2
@@ -388,3 +385,19 @@ def test_a_store_reads_each_tool_at_its_revision_and_a_catalog_in_one_read(
     assert [t.description for t in held] == ["does a", "does b"]
     assert held[0] == tools[0]
     assert held[0] == loaded.tools[0].tool
+
+
+def test_a_store_reads_a_plain_function_name_as_no_spelling_and_keeps_a_hashed_one(
+    store: Store,
+) -> None:
+    cat = catalog("c", ["plain_tool", "not plain (v2)"])
+    store.replace_catalog(cat, 1, stored(cat), MODEL, {})
+    loads = [store.catalogs()]
+    if isinstance(store, PostgresStore):
+        loads.append(store.changes_since(-1).changed)
+    hashed = function_name("c", "not plain (v2)")
+    for [loaded] in loads:
+        plain, odd = loaded.tools
+        # The plain name is derived from the id when asked for; only the hashed one is held.
+        assert (plain.spelling, plain.function_name) == ("", "c__plain_tool")
+        assert (odd.spelling, odd.function_name) == (hashed, hashed)

@@ -51,7 +51,6 @@ def make_segment(space: SegmentSpace, catalog: str, count: int, seed: int) -> Se
             IndexedTool(
                 tool=tool,
                 required_scopes=SCOPE_SETS[int(rng.integers(len(SCOPE_SETS)))],
-                function_name=f"{catalog}__{name}",
                 catalog_title=catalog,
                 catalog_version="1",
                 catalog_revision=1,

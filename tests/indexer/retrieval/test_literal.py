@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer.model import Tool
-from indexer.naming import function_name
+from indexer.naming import function_name, spelling
 from indexer.retrieval import literal
 from indexer.retrieval.literal import Literals, Named, Spelled, lookup_key, tokens
 
@@ -15,7 +15,7 @@ from indexer.retrieval.literal import Literals, Named, Spelled, lookup_key, toke
 def spelled(tool_id: str) -> Spelled:
     catalog, _, name = tool_id.partition("/")
     tool = Tool(catalog=catalog, name=name, description="", input_schema={})
-    return tool, function_name(catalog, name)
+    return tool, spelling(catalog, name, function_name(catalog, name))
 
 
 TOOLS = [
