@@ -43,7 +43,7 @@ class ArrayBM25:
             vocabulary,
             postings.docs[order],
             postings.tf[order],
-            postings.lengths,
+            postings.lengths.astype(np.int64),
             terms=postings.terms,
         )
 
@@ -89,15 +89,13 @@ class ArrayBM25:
         sizes = [len(p.lengths) for p in parts]
         offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         terms = concatenate([p.terms for p in parts])
-        docs = concatenate([p.docs for p in parts]) + np.repeat(
-            offsets[:-1], [len(p.docs) for p in parts]
-        )
+        docs = Postings.docs_of(parts, offsets)
         order = np.argsort(terms, kind="stable")
         index._setup(
             vocabulary,
             docs[order],
             concatenate([p.tf for p in parts])[order],
-            concatenate([p.lengths for p in parts]),
+            concatenate([p.lengths for p in parts]).astype(np.int64),
             terms=terms,
         )
         return index

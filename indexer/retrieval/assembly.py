@@ -225,7 +225,8 @@ def _spliced(
     sort_keys: list[Sequence[str]] = []
     new_rows, added_postings = [], []
     entries: list[Sequence[IndexedTool]] = []
-    slot_parts, length_parts, code_parts, centroid_parts = [], [], [], []
+    slot_parts, code_parts, centroid_parts = [], [], []
+    length_parts: list[NDArray[np.signedinteger[Any]]] = []
     for piece, start in zip(plan.pieces, starts.tolist(), strict=True):
         if isinstance(piece, Segment):
             rows = np.arange(start, start + len(piece), dtype=np.int64)
@@ -402,8 +403,9 @@ def _spelled(segments: Sequence[Segment]) -> list[Spelled]:
 
 
 def _stack(
-    parts: Sequence[NDArray[Scalar]], empty: tuple[int, ...], dtype: type[Scalar]
+    parts: Sequence[NDArray[Any]], empty: tuple[int, ...], dtype: type[Scalar]
 ) -> NDArray[Scalar]:
+    """`parts` joined as one contiguous array of `dtype` (narrower parts widened)."""
     if not parts:
         return np.zeros(empty, dtype=dtype)
     return np.ascontiguousarray(np.concatenate(parts), dtype=dtype)

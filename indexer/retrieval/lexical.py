@@ -154,17 +154,68 @@ class Tokenised:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, eq=False)
 class Postings:
     """Some documents as BM25 postings: term id, document row (counted from the part's first
     document) and term frequency, in no particular order (`ArrayBM25.joined` and `spliced`
-    order them by term); and each document's length. A posting is three int32 (int64 held
-    0.4 KB more a tool at 100,000 tools)."""
+    order them by term); and each document's length.
 
-    terms: NDArray[np.int32]
-    docs: NDArray[np.int32]
-    tf: NDArray[np.int32]
-    lengths: NDArray[np.int64]
+    Each catalog's segment keeps its own, so a start-up holds thousands of them (12,347 at
+    100,000 tools): one int32 array each, not one a field. Packed in it: each posting's term
+    and frequency, then each document's row and how many postings it has (in the order the
+    postings come; the rows a posting's document is at are derived, `docs`, instead of held a
+    posting each), then each row's length: 115 bytes a tool less than four arrays at 100,000
+    tools (decision 0083)."""
+
+    packed: NDArray[np.int32]
+    entries: int  # postings
+    documents: int
+
+    @classmethod
+    def packing(
+        cls,
+        terms: NDArray[np.int32],
+        tf: NDArray[np.int32],
+        rows: NDArray[np.int64],
+        counts: NDArray[np.int32],
+        lengths: NDArray[np.signedinteger[Any]],
+    ) -> Postings:
+        """From each posting's term and frequency, each document's row and posting count (in
+        the postings' order) and each row's length."""
+        packed = np.concatenate(
+            [terms, tf, rows, counts, lengths], dtype=np.int32, casting="unsafe"
+        )
+        return cls(packed, len(terms), len(rows))
+
+    @property
+    def terms(self) -> NDArray[np.int32]:
+        return self.packed[: self.entries]
+
+    @property
+    def tf(self) -> NDArray[np.int32]:
+        return self.packed[self.entries : 2 * self.entries]
+
+    @property
+    def rows(self) -> NDArray[np.int32]:
+        """Each document's row, in the order its postings come."""
+        start = 2 * self.entries
+        return self.packed[start : start + self.documents]
+
+    @property
+    def counts(self) -> NDArray[np.int32]:
+        """How many postings each document has, in the order they come."""
+        start = 2 * self.entries + self.documents
+        return self.packed[start : start + self.documents]
+
+    @property
+    def docs(self) -> NDArray[np.int32]:
+        """Each posting's document row."""
+        return np.repeat(self.rows, self.counts)
+
+    @property
+    def lengths(self) -> NDArray[np.int32]:
+        """Each row's length in tokens."""
+        return self.packed[2 * self.entries + 2 * self.documents :]
 
     @classmethod
     def of(cls, documents: Sequence[str], vocabulary: Vocabulary) -> Postings:
@@ -193,28 +244,28 @@ class Postings:
             concatenate([tokenised.ids for tokenised, _ in parts])
             + np.repeat(term_offsets, entries)
         ]
-        rows = concatenate([np.asarray(rows, dtype=np.int64) for _, rows in parts])
-        docs = np.repeat(rows, concatenate([t.distinct for t, _ in parts])).astype(np.int32)
-        tf = concatenate([tokenised.tf for tokenised, _ in parts]).astype(np.int32)
-        lengths = np.zeros(len(rows), dtype=np.int64)
-        sizes = [len(tokenised) for tokenised, _ in parts]
-        first = np.repeat(np.cumsum([0, *sizes[:-1]], dtype=np.int64), sizes)
-        lengths[first + rows] = concatenate([t.lengths for t, _ in parts])
         made = []
-        start = size_start = 0
-        for count, size in zip(entries, sizes, strict=True):
+        start = 0
+        for (tokenised, rows), count in zip(parts, entries, strict=True):
             end = start + count
+            lengths = np.zeros(len(rows), dtype=np.int32)
+            lengths[rows] = tokenised.lengths
             made.append(
-                # Copies: a part outlives the others when its catalog alone is kept.
-                cls(
-                    terms=terms[start:end].copy(),
-                    docs=docs[start:end].copy(),
-                    tf=tf[start:end].copy(),
-                    lengths=lengths[size_start : size_start + size].copy(),
-                )
+                cls.packing(terms[start:end], tokenised.tf, rows, tokenised.distinct, lengths)
             )
-            start, size_start = end, size_start + size
+            start = end
         return made
+
+    @staticmethod
+    def docs_of(parts: Sequence[Postings], offsets: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Every posting's row over `parts` joined, part i's rows from `offsets[i]`: in one
+        pass, not an array a part."""
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        rows = concatenate([p.rows for p in parts]).astype(np.int64) + np.repeat(
+            offsets[: len(parts)], [p.documents for p in parts]
+        )
+        return np.repeat(rows, concatenate([p.counts for p in parts]))
 
 
 def concatenate(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from functools import cache
 
 import numpy as np
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.document import document_text
-from indexer.retrieval.lexical import LexicalIndex
+from indexer.retrieval.lexical import LexicalIndex, Postings, Tokenised, words
 from indexer.retrieval.lexical_terms import idf_coverage
 from registry.ingest.catalog_dir import CATALOG_SUFFIXES
 from tests.conftest import CATALOGS
@@ -125,3 +127,27 @@ def test_idf_coverage_is_the_share_of_the_requests_idf_mass_each_document_holds(
     expected, expected_unknown = _coverage_by_hand(documents, query, rows, visible)
     np.testing.assert_allclose(matched, expected, rtol=1e-5, atol=1e-6)
     assert unknown == pytest.approx(expected_unknown, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(["pay", "bill", "email", "team", "the"]), max_size=6)),
+    st.randoms(use_true_random=False),
+)
+def test_packed_postings_give_each_row_its_documents_term_counts(
+    texts: list[list[str]], rng: random.Random
+) -> None:
+    documents = [" ".join(words) for words in texts]
+    rows = list(range(len(documents)))
+    rng.shuffle(rows)
+    vocabulary: dict[str, int] = {}
+    [postings] = Postings.of_many(
+        [(Tokenised.of(documents), np.asarray(rows, dtype=np.int64))], vocabulary
+    )
+    term_of = {i: term for term, i in vocabulary.items()}
+    found: dict[int, Counter[str]] = {row: Counter() for row in rows}
+    for term, doc, tf in zip(postings.terms, postings.docs, postings.tf, strict=True):
+        found[int(doc)][term_of[int(term)]] += int(tf)
+    for document, row in zip(documents, rows, strict=True):
+        assert found[row] == Counter(words(document))
+        assert postings.lengths[row] == len(words(document))
