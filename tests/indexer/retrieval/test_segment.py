@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from indexer.retrieval import segment as segment_module
 from indexer.retrieval.lexical import Tokenised
@@ -72,3 +73,23 @@ def test_an_arena_past_the_half_precision_size_holds_float16_and_hands_out_float
     (moved,) = space.renumbered([first])
     assert space.vectors.dtype == np.float32
     assert np.allclose(space.vectors[moved.slots], before, atol=1e-3)
+
+
+def test_an_arena_writes_rows_given_apart_and_matrices_each_in_its_parts_order() -> None:
+    rng = np.random.default_rng(5)
+    arena = segment_module.VectorArena(DIMENSION, capacity=4)
+    apart = [rng.standard_normal(DIMENSION).astype(np.float32) for _ in range(3)]
+    matrix = rng.standard_normal((2, DIMENSION)).astype(np.float32)
+    more = [rng.standard_normal(DIMENSION).astype(np.float32) for _ in range(2)]
+    nothing: list[NDArray[np.float32]] = []
+    parts: list[tuple[segment_module.Rows, list[int]]] = [
+        (apart, [2, 0, 1]),
+        (matrix, [1, 0]),
+        (more, [1, 0]),
+        (nothing, []),
+        (apart, [0]),
+    ]
+    slots = arena.append_parts(parts)
+    assert [s.tolist() for s in slots] == [[0, 1, 2], [3, 4], [5, 6], [], [7]]
+    expected = [apart[2], apart[0], apart[1], matrix[1], matrix[0], more[1], more[0], apart[0]]
+    np.testing.assert_array_equal(arena.data[: arena.used], np.stack(expected))
