@@ -147,7 +147,7 @@ def stored_catalogs(
     # One int object per revision number, not one per tool row.
     revisions: dict[int, int] = {}
     shuffled: set[str] = set()
-    for catalog, name, function_name, revision, position in tool_rows:
+    for catalog, name, spelled, revision, position in tool_rows:
         source = texts.get(catalog)
         if source is None:
             source = texts[catalog] = CatalogTexts(reader, str(catalog))
@@ -160,7 +160,7 @@ def stored_catalogs(
                 position,
                 StoredTool(
                     tool=StoredToolText(source, str(name), held),
-                    spelling=str(function_name),
+                    spelling=str(spelled),
                     revision=held,
                 ),
             )
