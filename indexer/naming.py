@@ -28,6 +28,11 @@ def spelling(catalog: str, tool: str, name: str) -> str:
     return "" if name == plain_function_name(catalog, tool) else name
 
 
+def spelled_out(catalog: str, tool: str, spelling: str) -> str:
+    """The function name whose held form is `spelling` (`spelling`'s inverse)."""
+    return spelling or plain_function_name(catalog, tool)
+
+
 def function_name(catalog: str, tool: str) -> str:
     plain = plain_function_name(catalog, tool)
     if FUNCTION_NAME.fullmatch(plain):

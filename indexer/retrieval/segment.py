@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.model import Tool, ToolLink
-from indexer.naming import plain_function_name
+from indexer.naming import spelled_out
 from indexer.retrieval.features import words_of
 from indexer.retrieval.lexical import Postings, Tokenised, Vocabulary
 from indexer.retrieval.tool_facts import ToolFacts
@@ -57,7 +57,7 @@ class IndexedTool:
 
     @property
     def function_name(self) -> str:
-        return self.spelling or plain_function_name(self.tool.catalog, self.tool.name)
+        return spelled_out(self.tool.catalog, self.tool.name, self.spelling)
 
     @cached_property
     def facts(self) -> ToolFacts:

@@ -26,7 +26,7 @@ from indexer.model import (
     Workflow,
     WorkflowState,
 )
-from indexer.naming import plain_function_name, spelling
+from indexer.naming import spelled_out, spelling
 from registry.store.tool_texts import (
     CatalogTexts,
     StoredToolText,
@@ -59,7 +59,7 @@ class StoredTool:
 
     @property
     def function_name(self) -> str:
-        return self.spelling or plain_function_name(self.tool.catalog, self.tool.name)
+        return spelled_out(self.tool.catalog, self.tool.name, self.spelling)
 
 
 @dataclass(frozen=True, kw_only=True)
