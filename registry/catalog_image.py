@@ -25,10 +25,11 @@ import binascii
 import hashlib
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
+from typing import overload
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class CatalogImage:
     doc_hashes: tuple[str, ...]
     tokens: Tokenised
     scopes: tuple[frozenset[str], ...]
-    facts: tuple[ToolFacts, ...]
+    facts: Sequence[ToolFacts]
 
     def __post_init__(self) -> None:
         if not len(self.doc_hashes) == len(self.tokens) == len(self.scopes) == len(self.facts):
@@ -205,21 +206,74 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
         text = bytes(part(6)).decode("utf-8")
         tokens = Tokenised(
             tuple(text.split("\n")) if text else (),
-            np.frombuffer(part(4), dtype=f"<u{id_width}").astype(np.int32),
-            np.frombuffer(part(5), dtype=f"<u{tf_width}").astype(np.int32),
-            np.frombuffer(part(2), dtype="<u4").astype(np.int32),
-            np.frombuffer(part(1), dtype="<u4").astype(np.int32),
+            np.frombuffer(part(4), dtype=f"<u{id_width}"),
+            np.frombuffer(part(5), dtype=f"<u{tf_width}"),
+            np.frombuffer(part(2), dtype="<u4"),
+            np.frombuffer(part(1), dtype="<u4"),
         )
-        facts = _facts(bytes(part(9)).decode("utf-8"), bytes(part(8)), count)
+        facts = StoredFacts(bytes(part(9)).decode("utf-8"), bytes(part(8)))
     except (ValueError, IndexError, TypeError):
         return None
     return CatalogImage(doc_hashes, tokens, scopes, facts)
 
 
-def _facts(text: str, destructive: bytes, count: int) -> tuple[ToolFacts, ...]:
+class StoredFacts(Sequence[ToolFacts]):
+    """A catalog's facts as its stored image holds them (each tool's summary, input names and
+    output names joined by NUL; one byte a tool for destructive), split into `ToolFacts` on
+    first read: a start-up reads thousands of catalogs (12,347 at 100,000 tools), and a
+    search reads the facts of the few tools it ranks last."""
+
+    def __init__(self, text: str, destructive: bytes) -> None:
+        count = len(destructive)
+        if text.count("\x00") != (3 * count - 1 if count else 0):
+            raise ValueError("an image has three facts a tool")
+        # One string for the catalogs whose facts are the same (a server under several names).
+        if len(_shared_facts) < _SHARED_FACTS:
+            text = _shared_facts.setdefault(text, text)
+        self._text: str | None = text
+        self._destructive = destructive
+        self._split: tuple[ToolFacts, ...] | None = None
+        self._by_name: dict[str, ToolFacts] | None = None
+
+    def __len__(self) -> int:
+        return len(self._destructive)
+
+    @overload
+    def __getitem__(self, row: int) -> ToolFacts: ...
+    @overload
+    def __getitem__(self, row: slice) -> tuple[ToolFacts, ...]: ...
+    def __getitem__(self, row: int | slice) -> ToolFacts | tuple[ToolFacts, ...]:
+        return self.split()[row]
+
+    def split(self) -> tuple[ToolFacts, ...]:
+        """Every tool's facts, in image order (split once; the text is dropped then)."""
+        split = self._split
+        if split is None:
+            text = self._text
+            if text is None:  # another thread split it meanwhile (it sets the split first)
+                split = self._split
+                assert split is not None
+                return split
+            split = self._split = _facts(text, self._destructive)
+            self._text = None
+        return split
+
+    def lookup(self, names: Callable[[], Iterable[str]]) -> Callable[[str], ToolFacts]:
+        """What gives a tool's facts by its name (`IndexedTool.known_facts`): `names` gives
+        the tools' names in image order, read with the facts on the first call."""
+
+        def named(name: str) -> ToolFacts:
+            by_name = self._by_name
+            if by_name is None:
+                by_name = self._by_name = dict(zip(names(), self.split(), strict=True))
+            return by_name[name]
+
+        return named
+
+
+def _facts(text: str, destructive: bytes) -> tuple[ToolFacts, ...]:
+    count = len(destructive)
     fields = text.split("\x00") if count else []
-    if len(fields) != 3 * count:
-        raise ValueError("an image has three facts a tool")
     if len(_shared_facts) < _SHARED_FACTS:
         fields = [_shared_facts.setdefault(field, field) for field in fields]
     return tuple(

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import repeat
 from types import MappingProxyType
 
 import numpy as np
@@ -22,7 +23,7 @@ from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.tool_facts import ToolFacts
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
-from registry.catalog_image import CatalogImage, decode
+from registry.catalog_image import CatalogImage, StoredFacts, decode
 from registry.snapshot import CatalogView
 from registry.store import Store, StoredCatalog
 from registry.store.tool_texts import read_ahead
@@ -42,8 +43,9 @@ class LiveCatalog:
     tokens: Tokenised | None
     # The tools' own scopes, as the image gives them (read without parsing a schema).
     own_scopes: tuple[frozenset[str], ...]
-    # What a search reads of each tool besides its name (read without parsing a schema).
-    facts: tuple[ToolFacts, ...]
+    # What a search reads of each tool besides its name (read without parsing a schema; a
+    # stored image's are split when a search first reads them: `StoredFacts`).
+    facts: Sequence[ToolFacts]
     view: CatalogView = field(init=False)
     # The catalog's share of a snapshot, made on the first snapshot that holds it.
     segment: Segment | None = None
@@ -120,6 +122,14 @@ class LiveCatalog:
         same."""
         catalog = self.stored.catalog
         links = CatalogLinks(catalog.tools, before=read_ahead)
+        tools = self.stored.tools
+        facts = self.facts
+        # One lookup for the catalog's tools, by name: nothing is split before a search reads it.
+        known: Iterable[ToolFacts | Callable[[str], ToolFacts]] = (
+            repeat(facts.lookup(lambda: (stored.tool.name for stored in tools)), len(tools))
+            if isinstance(facts, StoredFacts)
+            else facts
+        )
         return tuple(
             IndexedTool(
                 tool=stored.tool,
@@ -129,11 +139,9 @@ class LiveCatalog:
                 catalog_version=catalog.version,
                 catalog_revision=stored.revision,
                 link_source=links.of,
-                known_facts=facts,
+                known_facts=fact,
             )
-            for stored, scopes, facts in zip(
-                self.stored.tools, self.required_scopes, self.facts, strict=True
-            )
+            for stored, scopes, fact in zip(tools, self.required_scopes, known, strict=True)
         )
 
 

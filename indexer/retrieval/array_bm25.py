@@ -20,12 +20,11 @@ postings pass FOLD_SHARE of the base's, a splice builds whole again, in one pass
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.lexical import K1, B, Postings, Vocabulary, concatenate, words
+from indexer.retrieval.lexical import K1, B, Counts, Postings, Vocabulary, concatenate, words
 
 # A layer's own postings, as a share of its base's, past which a splice builds whole.
 FOLD_SHARE = 1 / 16
@@ -50,10 +49,10 @@ class ArrayBM25:
     def _setup(
         self,
         vocabulary: Vocabulary,
-        docs: NDArray[np.signedinteger[Any]],
-        tf: NDArray[np.signedinteger[Any]],
+        docs: Counts,
+        tf: Counts,
         lengths: NDArray[np.int64],
-        terms: NDArray[np.signedinteger[Any]] | None = None,
+        terms: Counts | None = None,
         df: NDArray[np.int64] | None = None,
     ) -> None:
         """An index built whole: `docs` and `tf` ordered by term (kept as int32); the term of

@@ -94,6 +94,8 @@ def words(text: str) -> list[str]:
 # Term ids shared by every part of one corpus (append-only: an id never changes meaning, so
 # parts tokenised at different times fit together without being tokenised again).
 Vocabulary = dict[str, int]
+# Non-negative integers (ids, counts, lengths), of whatever integer type they come in.
+Counts = NDArray[np.integer[Any]]
 
 
 @functools.lru_cache(maxsize=8192)
@@ -110,13 +112,15 @@ class Tokenised:
     list of terms, with how often each occurs (`ids` and `tf`, one document after another),
     how many distinct terms each document has (`distinct`), and its length in tokens.
     Independent of any vocabulary, so it can be stored with its catalog: a restart tokenises
-    nothing and counts nothing (`registry.catalog_image`)."""
+    nothing and counts nothing (`registry.catalog_image`). The arrays are of any integer type:
+    int32 when tokenised here, the stored image's unsigned types when read back (converted
+    where the postings are made, for every catalog at once, not a conversion each)."""
 
     terms: tuple[str, ...]
-    ids: NDArray[np.int32]
-    tf: NDArray[np.int32]
-    distinct: NDArray[np.int32]
-    lengths: NDArray[np.int32]
+    ids: Counts
+    tf: Counts
+    distinct: Counts
+    lengths: Counts
 
     def __post_init__(self) -> None:
         entries = len(self.ids)
@@ -175,10 +179,10 @@ class Postings:
     def packing(
         cls,
         terms: NDArray[np.int32],
-        tf: NDArray[np.int32],
+        tf: Counts,
         rows: NDArray[np.int64],
-        counts: NDArray[np.int32],
-        lengths: NDArray[np.signedinteger[Any]],
+        counts: Counts,
+        lengths: Counts,
     ) -> Postings:
         """From each posting's term and frequency, each document's row and posting count (in
         the postings' order) and each row's length."""
@@ -268,9 +272,7 @@ class Postings:
         return np.repeat(rows, concatenate([p.counts for p in parts]))
 
 
-def concatenate(
-    arrays: Sequence[NDArray[np.signedinteger[Any]]],
-) -> NDArray[np.signedinteger[Any]]:
+def concatenate(arrays: Sequence[Counts]) -> Counts:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
 
 

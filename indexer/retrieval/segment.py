@@ -45,8 +45,10 @@ class IndexedTool:
     # indexer.derived_links.CatalogLinks).
     link_source: tuple[ToolLink, ...] | Callable[[str], tuple[ToolLink, ...]] = ()
     # What a search reads of the tool besides its name, as its catalog's image gives it (a
-    # search then parses no schema); None: derived from the tool when first read.
-    known_facts: ToolFacts | None = None
+    # search then parses no schema): the facts, or what gives them by tool name when first
+    # read (a stored image's are split a catalog at a time, on first read:
+    # registry.catalog_image.StoredFacts); None: derived from the tool when first read.
+    known_facts: ToolFacts | Callable[[str], ToolFacts] | None = None
     # The function name when it is not the plain `<catalog>__<tool>` (`indexer.naming`), else
     # "": derived when asked for, not held.
     spelling: str = ""
@@ -61,7 +63,10 @@ class IndexedTool:
 
     @cached_property
     def facts(self) -> ToolFacts:
-        return self.known_facts if self.known_facts is not None else ToolFacts.of(self.tool)
+        known = self.known_facts
+        if known is None:
+            return ToolFacts.of(self.tool)
+        return known if isinstance(known, ToolFacts) else known(self.tool.name)
 
     @cached_property
     def links(self) -> tuple[ToolLink, ...]:

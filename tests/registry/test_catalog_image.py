@@ -69,7 +69,7 @@ def test_an_image_reads_back_as_it_was_written() -> None:
     assert back.tokens.distinct.tolist() == [4, 0, 3]  # "forecast" twice in the first
     assert back.tokens.lengths.tolist() == [5, 0, 3]
     assert back.scopes == tuple(scopes)
-    assert back.facts == tuple(facts)
+    assert tuple(back.facts) == tuple(facts)
     assert back.facts[0].summary == "Removes a city."
     assert back.facts[0].input_names == {"city", "a b c"}
     assert back.facts[0].output_names == {"removed"}
@@ -99,6 +99,26 @@ def test_an_image_of_more_terms_than_two_bytes_count_keeps_every_id() -> None:
 def test_an_image_that_does_not_fit_is_not_used(damage: Callable[[bytes], bytes]) -> None:
     blob = image_of(["alpha beta", "gamma"]).encode()
     assert decode(damage(blob), 2) is None
+
+
+def test_an_image_whose_facts_do_not_split_three_a_tool_is_not_used() -> None:
+    blob = image_of(["alpha beta", "gamma"], facts=[ToolFacts("a\x00b", "", "", False)] * 2)
+    assert decode(blob.encode(), 2) is None
+
+
+def test_stored_facts_are_split_on_first_read_and_found_by_name() -> None:
+    facts = [ToolFacts("Gets it.", "city", "", False), ToolFacts("Drops it.", "", "", True)]
+    back = decode(image_of(["get weather", "drop city"], facts=facts).encode(), 2)
+    assert back is not None
+    stored = back.facts
+    assert isinstance(stored, catalog_image.StoredFacts)
+    assert stored._split is None
+    named = stored.lookup(lambda: iter(["get", "drop"]))
+    assert named("drop") == facts[1]
+    assert stored[0] == facts[0]
+    assert len(stored) == 2
+    with pytest.raises(KeyError):
+        named("other")
 
 
 def test_an_image_for_another_tool_count_is_not_used() -> None:
@@ -202,9 +222,23 @@ def test_a_restart_reads_no_schema_until_one_is_asked_for(
 
     monkeypatch.setattr(tool_texts, "tool_from_json", counted)
     tool_texts.PARSED.clear()
+    split: list[int] = []
+    real_split = catalog_image._facts
+
+    def counted_split(text: str, destructive: bytes) -> tuple[ToolFacts, ...]:
+        split.append(len(destructive))
+        return real_split(text, destructive)
+
+    monkeypatch.setattr(catalog_image, "_facts", counted_split)
     restarted, store = restart(path, embedder)
     assert parsed == []
+    assert split == []  # no catalog's facts are split before a search reads them
     after = restarted.search(QUERY, limit=3)
+    # Each catalog's facts are split once, when a search first reads one of its tools.
+    assert 0 < len(split) <= len(names)
+    once = len(split)
+    restarted.search("a city's weather next week", limit=3)
+    assert len(split) == once
     assert [(h.entry.id, h.entry.summary) for h in after.hits] == [
         (h.entry.id, h.entry.summary) for h in before.hits
     ]
