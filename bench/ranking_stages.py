@@ -42,6 +42,8 @@ from registry.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
+CANDIDATES = "candidates (IVF probes, BM25 bests, catalog expansion)"
+COUNT = "candidate rows"
 # (label, depth, owner, attribute): what is wrapped, in the order the report lists it.
 STAGES: list[tuple[str, int, Any, str]] = [
     ("encode the request and its clauses (one model pass)", 0, QueryEncoder, "request_vectors"),
@@ -51,7 +53,7 @@ STAGES: list[tuple[str, int, Any, str]] = [
     ("first stage", 1, pipeline, "first_stage"),
     ("names the request spells (literal lookup)", 2, ToolIndex, "named"),
     ("BM25 over every row, per text", 2, ArrayBM25, "scores"),
-    ("candidates (IVF probes, BM25 bests, catalog expansion)", 2, first_stage, "_candidates"),
+    (CANDIDATES, 2, first_stage, "_candidates"),
     ("IVF search of every intent", 3, VectorIndex, "search"),
     ("dense scores of the candidates", 2, VectorIndex, "scores_at"),
     ("dense score spread per intent", 2, VectorIndex, "score_spread"),
@@ -78,9 +80,12 @@ class Timers:
         def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return function(*args, **kwargs)
+                result = function(*args, **kwargs)
             finally:
                 current.current[label] += time.perf_counter() - started
+            if label == CANDIDATES:  # the rows the first stage scores
+                current.current[COUNT] += len(result)
+            return result
 
         return timed
 
@@ -152,6 +157,13 @@ def table(tools: int, requests: list[dict[str, float]], floor: float, clauses: f
             f"| {indent}{label} | {statistics.median(samples):.2f} | {mean:.2f} | "
             f"{100 * mean / mean_search:.1f}% |"
         )
+    counts = sorted(r.get(COUNT, 0.0) for r in requests)
+    lines += [
+        "",
+        f"Candidate rows a request's first stage scores: median {statistics.median(counts):,.0f}, "
+        f"mean {statistics.fmean(counts):,.0f}, 90th percentile "
+        f"{counts[int(0.9 * (len(counts) - 1))]:,.0f}, most {counts[-1]:,.0f}.",
+    ]
     return [*lines, ""]
 
 
