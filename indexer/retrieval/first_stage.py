@@ -29,6 +29,10 @@ LEXICAL_CANDIDATES = 100
 CATALOG_CANDIDATES = 3
 # The catalogs considered for CATALOG_CANDIDATES: those of an intent's best dense rows.
 CATALOG_SEEDS = 20
+# A best-matching catalog is added whole only up to this many tools. A larger one (an API
+# federated as one catalog) brings its rows by meaning and by words like any other, so the
+# candidates a request scores are bounded by these constants, not by the largest catalog.
+CATALOG_EXPANSION_ROWS = 256
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -137,6 +141,8 @@ def _candidates(
             similarity = eligible.view.centroids[codes] @ query
             for code in codes[np.argsort(-similarity, kind="stable")[:CATALOG_CANDIDATES]]:
                 start, end = index.catalog_rows(int(code))
+                if end - start > CATALOG_EXPANSION_ROWS:
+                    continue
                 rows = np.arange(start, end, dtype=np.int64)
                 found.append(rows[allowed[start:end]])
     return np.unique(np.concatenate(found)).astype(np.int64)
