@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from indexer.formats import parse_catalog
+from indexer.formats import lint, parse_catalog
 from indexer.formats.lint import POISONING, Finding, lint_catalog, poisoning_warnings
 from registry.ingest.catalog_dir import catalog_files, request_name
 from tests.conftest import CATALOGS, DATA
@@ -66,6 +66,32 @@ def test_a_description_past_what_search_reads_registers_with_a_warning() -> None
         f"tool 'get_metric_data': description is {len(long):,} characters; search reads the "
         "first 8,192 (put what the tool does first)"
     ]
+
+
+def test_a_tool_linted_before_is_remembered_by_its_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[str] = []
+    real = lint._find_directives
+
+    def counted(text: str) -> Any:
+        scanned.append(text)
+        return real(text)
+
+    monkeypatch.setattr(lint, "_find_directives", counted)
+    monkeypatch.setattr(lint, "_tool_findings", {})
+    lint._remembered_directives.cache_clear()
+    poisoned = _tool("adder", POISONED, sidenote={"type": "string"})
+    first = _warnings(poisoned)
+    assert any(w.endswith(POISONING) for w in first)
+    assert "tool 'adder' parameter 'sidenote': has no description" in first
+    scanned.clear()
+    lint._remembered_directives.cache_clear()
+    # The same server under another name: the same findings, no text scanned again for it.
+    copy = lint_catalog(json.dumps({"tools": [poisoned]}), name="copied")
+    assert [f.message for f in copy] == first
+    assert POISONED not in scanned
+    # Changed content is linted afresh.
+    changed = _warnings(_tool("adder", "Adds two numbers.", sidenote={"type": "string"}))
+    assert not any(w.endswith(POISONING) for w in changed)
 
 
 def test_duplicate_descriptions_are_warned_about() -> None:
