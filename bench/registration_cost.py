@@ -1,6 +1,6 @@
 """The cost of registering a bench corpus into an empty store, comparable across versions.
 
-Usage: python bench/registration_cost.py --tools N --embeddings STORE [--datasets DIR]
+Usage: python bench/registration_cost.py --tools N --embeddings STORE [--keep DB] [--datasets DIR]
 
 Registers bench.performance's corpus of N tools (the labeled pool, mirror copies past its
 unique tools) into a new, empty store, in one bulk block in this process, with every vector
@@ -8,7 +8,8 @@ already stored: the embeddings table of STORE (a store `python -m bench.memory` 
 .capreg/bench/) is copied in first, so nothing is embedded and the figure is registration
 alone (parsing, linting, diffing, the store's writes, the snapshot). It uses only the API
 older versions share, so the same file measures an older commit on the same machine, back to
-back:
+back. With `--keep DB` the store is written there (a new file) and kept, for
+`bench/startup_cost.py --db DB`:
 
     git worktree add /tmp/old 2634225
     PYTHONPATH=/tmp/old python bench/registration_cost.py --tools 100000 \\
@@ -50,14 +51,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, required=True)
     parser.add_argument("--embeddings", type=Path, required=True)
+    parser.add_argument("--keep", type=Path, default=None, help="a new store file to keep")
     parser.add_argument("--datasets", default=None)
     args = parser.parse_args()
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: the file exists; name a new one")
     pool, _ = load_pool(args.datasets)
     sources = catalog_sources(with_variants(pool, args.tools)[: args.tools])
     one_thread_per_search()
     embedder = load_embedder()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "registration.db"
+        path = args.keep if args.keep is not None else Path(folder) / "registration.db"
         store = SqliteStore(path)
         registry = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
         registry.load()
