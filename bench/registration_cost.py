@@ -34,17 +34,15 @@ from registry.store import SqliteStore
 
 
 def copy_embeddings(source: Path, target: Path) -> int:
-    """Copies every stored vector of `source` into the store at `target`."""
-    with sqlite3.connect(source) as db:
-        columns = [row[1] for row in db.execute("PRAGMA table_info(embeddings)")]
-        rows = db.execute(f"SELECT {', '.join(columns)} FROM embeddings").fetchall()  # noqa: S608 -- the table's own column names
-    marks = ", ".join("?" * len(columns))
+    """Copies every stored vector of `source` into the store at `target` (as
+    `bench.registration.seeded_store` does; not imported, so this file runs against an older
+    commit's `bench`)."""
     with sqlite3.connect(target) as db:
-        db.executemany(
-            f"INSERT OR IGNORE INTO embeddings({', '.join(columns)}) VALUES ({marks})",  # noqa: S608 -- the table's own column names
-            rows,
-        )
-    return len(rows)
+        db.execute("ATTACH DATABASE ? AS source", (str(source),))
+        copied = db.execute("INSERT OR IGNORE INTO embeddings SELECT * FROM source.embeddings")
+        db.commit()
+        db.execute("DETACH DATABASE source")
+        return copied.rowcount
 
 
 def main() -> None:
