@@ -91,9 +91,9 @@ class LiveCatalogs:
         self._touch(before | scope_sets(entry), generation)
 
     def drop(self, current: LiveCatalog, generation: int) -> None:
-        """`current` is deleted at `generation`. Its tools are no longer read from the store:
-        a catalog stored anew under its name starts again at revision 1, and a snapshot
-        still naming the deleted tools must not read the new ones as theirs."""
+        """`current` is deleted at `generation`. Its tools are no longer read from the store
+        (a catalog stored anew under its name is another incarnation, which their reads
+        would not find anyway: `registry.store.tool_texts`)."""
         retire(t.tool for t in current.stored.tools)
         name = current.stored.catalog.name
         del self._by_name[name]

@@ -138,7 +138,10 @@ class Writer:
         if not derived:
             return
         stored = self._store.put_images(
-            [(e.stored.catalog.name, e.stored.revision, e.image()) for e in derived]
+            [
+                (e.stored.catalog.name, e.stored.revision, e.stored.incarnation, e.image())
+                for e in derived
+            ]
         )
         for entry in derived:
             entry.derived = False
@@ -177,7 +180,11 @@ class Writer:
         applied = 0
         for stored in changes.changed:
             current = self._live.get(stored.catalog.name)
-            if current is not None and current.stored.revision == stored.revision:
+            if (
+                current is not None
+                and current.stored.revision == stored.revision
+                and current.stored.incarnation == stored.incarnation
+            ):
                 # Compared tool by tool: their schemas read in a query a side.
                 read_ahead((*current.stored.catalog.tools, *stored.catalog.tools))
                 if current.stored.catalog == stored.catalog:
@@ -322,13 +329,19 @@ class Writer:
             new_vectors,
             source_digest=digest,
             replaces=diff.replaces,
+            incarnation=current.stored.incarnation if current is not None else 0,
             image=image.encode(),
         )
         self._advance(generation)
         self._vectors.add(new_vectors)
         stored = left_in_store(
             StoredCatalog(
-                catalog=catalog, revision=diff.revision, tools=diff.tools, source_digest=digest
+                catalog=catalog,
+                revision=diff.revision,
+                tools=diff.tools,
+                source_digest=digest,
+                # The store checked it replaced that life of the name, or began a new one.
+                incarnation=current.stored.incarnation if current is not None else generation,
             ),
             self._store,
         )

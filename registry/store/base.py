@@ -74,6 +74,11 @@ class StoredCatalog:
     # What its segment is made from besides tools and vectors (`registry.catalog_image`),
     # as stored with this revision; empty when none was.
     image: bytes = b""
+    # Which life of the name this is: the generation that stored it where no catalog of the
+    # name was (0 for catalogs stored before incarnations were). A catalog deleted and
+    # stored anew starts again at revision 1, so its tools' (name, revision) can repeat a
+    # deleted tool's; the incarnation tells them apart (`registry.store.tool_texts`).
+    incarnation: int = 0
 
 
 def tool_to_json(tool: Tool) -> str:
@@ -134,7 +139,8 @@ def stored_catalogs(
     catalog_rows: Iterable[Sequence[Any]], tool_rows: Iterable[Sequence[Any]], reader: TextReader
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
-    as JSON, revision, source digest, workflows as JSON, image or None) and their tools' rows
+    as JSON, revision, source digest, workflows as JSON, image or None, incarnation) and their
+    tools' rows
     (catalog, name, spelling, revision, position; each catalog's rows in any order, in
     position order or not), the tools' JSON left in the store for `reader` to read when asked
     (`registry.store.tool_texts`): the same for every backend. The spelling is the function
@@ -169,8 +175,11 @@ def stored_catalogs(
         by_catalog[catalog_name].sort(key=lambda pair: pair[0])
     result = []
     for row in catalog_rows:
-        name, title, description, version, fmt, scopes, revision, digest, flows, image = row
+        name, title, description, version, fmt, scopes, revision, digest, flows, image, life = row
         tools = tuple(tool for _, tool in by_catalog.get(str(name), ()))
+        source = texts.get(str(name))
+        if source is not None:
+            source.incarnation = int(life)
         catalog = Catalog(
             name=str(name),
             description=str(description),
@@ -188,6 +197,7 @@ def stored_catalogs(
                 tools=tools,
                 source_digest=str(digest),
                 image=bytes(image) if image else b"",
+                incarnation=int(life),
             )
         )
     return result
@@ -197,7 +207,7 @@ def left_in_store(stored: StoredCatalog, reader: TextReader) -> StoredCatalog:
     """`stored`, just written to the store `reader` reads, with its tools held by name and
     revision like a loaded catalog's: a registry that registered a catalog holds no more of
     it than one that loaded it (`registry.store.tool_texts`)."""
-    texts = CatalogTexts(reader, stored.catalog.name)
+    texts = CatalogTexts(reader, stored.catalog.name, stored.incarnation)
     tools = tuple(
         StoredTool(
             tool=StoredToolText(texts, held.tool.name, held.revision),
@@ -215,13 +225,27 @@ class StaleCatalog(CapregError):
     """The catalog changed in the store since this process read it (another replica wrote
     it): catch up and decide again."""
 
-    def __init__(self, name: str, expected: int, stored: int) -> None:
+    def __init__(self, name: str, expected: int, stored: int, *, anew: bool = False) -> None:
         super().__init__(
-            f"catalog {name!r} is at revision {stored} in the store, not {expected}; "
+            f"catalog {name!r} was deleted and stored anew by another writer (now at revision "
+            f"{stored})"
+            if anew
+            else f"catalog {name!r} is at revision {stored} in the store, not {expected}; "
             "another writer changed it"
         )
         self.name = name
         self.stored = stored
+
+
+def check_replaced(name: str, replaces: int, incarnation: int, row: Sequence[Any] | None) -> None:
+    """Raises `StaleCatalog` unless the stored catalog (`row`: its revision and incarnation;
+    None when none is stored) is the one a change was decided against: revision `replaces`
+    (0: none stored) of `incarnation`."""
+    stored = int(str(row[0])) if row is not None else 0
+    if stored != replaces:
+        raise StaleCatalog(name, replaces, stored)
+    if row is not None and int(str(row[1])) != incarnation:
+        raise StaleCatalog(name, replaces, stored, anew=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,12 +273,14 @@ class Store(Protocol):
         """Every stored catalog with its tools, by name (used at start-up)."""
         ...
 
-    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
-        """The stored JSON of the tool at that revision; None when it is not stored so."""
+    def tool_text(self, catalog: str, name: str, revision: int, incarnation: int) -> str | None:
+        """The stored JSON of the tool at that revision of that incarnation of its catalog
+        (`StoredCatalog.incarnation`); None when it is not stored so."""
         ...
 
-    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
-        """(name, revision, stored JSON) of every tool of the catalog, in one read."""
+    def catalog_texts(self, catalog: str, incarnation: int) -> list[tuple[str, int, str]]:
+        """(name, revision, stored JSON) of every tool of the catalog, in one read; none
+        when the catalog stored is another incarnation."""
         ...
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
@@ -281,17 +307,21 @@ class Store(Protocol):
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        incarnation: int = 0,
         image: bytes = b"",
     ) -> int:
         """Stores `catalog` in place of any previous version, with the vectors it adds and its
         image, in one transaction; returns the new generation. With `replaces`, the stored
-        revision must still be that one (0: none stored), else `StaleCatalog` and nothing
-        changes."""
+        revision must still be that one (0: none stored), and a replaced catalog still be
+        `incarnation`, else `StaleCatalog` and nothing changes. A catalog stored where none
+        of its name was takes the returned generation as its incarnation; a replaced one
+        keeps its own."""
         ...
 
-    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
-        """Stores each (catalog name, revision, image) whose revision is still the stored one,
-        in one transaction (no generation change); returns how many were."""
+    def put_images(self, images: Sequence[tuple[str, int, int, bytes]]) -> int:
+        """Stores each (catalog name, revision, incarnation, image) whose revision and
+        incarnation are still the stored ones, in one transaction (no generation change);
+        returns how many were."""
         ...
 
     def set_source_digest(self, name: str, digest: str) -> None:

@@ -24,17 +24,17 @@ from psycopg_pool import ConnectionPool
 from indexer.model import Catalog
 from registry.store.base import (
     Changes,
-    StaleCatalog,
     StoredCatalog,
     StoredTool,
     StoreError,
+    check_replaced,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
 )
 
 logger = logging.getLogger(__name__)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 NOTIFY_CHANNEL = "capreg_generation"
 # Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
 _LOCK_SPACE = 0x0CA9
@@ -95,6 +95,8 @@ _MIGRATIONS: dict[int, Sequence[str]] = {
     2: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS workflows TEXT NOT NULL DEFAULT '[]'",),
     # The catalog's image (registry/catalog_image.py); NULL until one is written.
     3: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS image BYTEA",),
+    # Which life of its name a catalog is (`StoredCatalog.incarnation`; 0 for those before).
+    4: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS incarnation BIGINT NOT NULL DEFAULT 0",),
 }
 
 
@@ -241,7 +243,7 @@ class PostgresStore:
             current = int(str(row[0])) if row else 0
             catalog_rows = conn.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest, workflows, image FROM catalogs WHERE generation > %s"
+                " source_digest, workflows, image, incarnation FROM catalogs WHERE generation > %s"
                 " ORDER BY name",
                 (generation,),
             ).fetchall()
@@ -263,18 +265,21 @@ class PostgresStore:
         result = stored_catalogs(catalog_rows, tool_rows, self)
         return Changes(changed=result, deleted=deleted, generation=current)
 
-    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
+    def tool_text(self, catalog: str, name: str, revision: int, incarnation: int) -> str | None:
         with self._pool.connection() as conn:
             row = conn.execute(
-                "SELECT data FROM tools WHERE catalog=%s AND name=%s AND revision=%s",
-                (catalog, name, revision),
+                "SELECT t.data FROM tools t JOIN catalogs c ON c.name = t.catalog"
+                " WHERE t.catalog=%s AND t.name=%s AND t.revision=%s AND c.incarnation=%s",
+                (catalog, name, revision, incarnation),
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
+    def catalog_texts(self, catalog: str, incarnation: int) -> list[tuple[str, int, str]]:
         with self._pool.connection() as conn:
             rows = conn.execute(
-                "SELECT name, revision, data FROM tools WHERE catalog=%s", (catalog,)
+                "SELECT t.name, t.revision, t.data FROM tools t"
+                " JOIN catalogs c ON c.name = t.catalog WHERE t.catalog=%s AND c.incarnation=%s",
+                (catalog, incarnation),
             ).fetchall()
         return [(str(name), int(str(revision)), str(data)) for name, revision, data in rows]
 
@@ -347,21 +352,19 @@ class PostgresStore:
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        incarnation: int = 0,
         image: bytes = b"",
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
-        generation. With `replaces`, the stored revision must still be that one (0: no
-        catalog of that name), else `StaleCatalog` and nothing is stored."""
+        generation (`replaces`, `incarnation`: see the Store protocol)."""
         now = datetime.now(UTC)
         with self._pool.connection() as conn, conn.transaction():
             self._lock_catalog(conn, catalog.name)
+            row = conn.execute(
+                "SELECT revision, incarnation FROM catalogs WHERE name=%s", (catalog.name,)
+            ).fetchone()
             if replaces is not None:
-                row = conn.execute(
-                    "SELECT revision FROM catalogs WHERE name=%s", (catalog.name,)
-                ).fetchone()
-                stored = int(str(row[0])) if row else 0
-                if stored != replaces:
-                    raise StaleCatalog(catalog.name, replaces, stored)
+                check_replaced(catalog.name, replaces, incarnation, row)
             self._insert_embeddings(conn, model, new_vectors)
             conn.execute("DELETE FROM tools WHERE catalog=%s", (catalog.name,))
             conn.execute(
@@ -405,23 +408,24 @@ class PostgresStore:
                         for position, stored in enumerate(tools)
                     ],
                 )
-            generation = self._bump_generation(conn)
+            generation = self._bump_generation(conn)  # last: its row lock serialises writers
+            life = int(str(row[1])) if row else generation  # kept, or a new life of the name
             conn.execute(
-                "UPDATE catalogs SET generation=%s WHERE name=%s", (generation, catalog.name)
+                "UPDATE catalogs SET generation=%s, incarnation=%s WHERE name=%s",
+                (generation, life, catalog.name),
             )
             return generation
 
-    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
-        """Stores each (catalog, revision, image) whose revision is still the stored one, in
-        one transaction; returns how many were (the generation stays: replicas already hold
-        what an image derives)."""
+    def put_images(self, images: Sequence[tuple[str, int, int, bytes]]) -> int:
+        """`Store.put_images`, in one transaction (the generation stays: replicas already
+        hold what an image derives)."""
         with self._pool.connection() as conn, conn.transaction():
             return sum(
                 conn.execute(
-                    "UPDATE catalogs SET image=%s WHERE name=%s AND revision=%s",
-                    (image, name, revision),
+                    "UPDATE catalogs SET image=%s WHERE name=%s AND revision=%s AND incarnation=%s",
+                    (image, name, revision, incarnation),
                 ).rowcount
-                for name, revision, image in images
+                for name, revision, incarnation, image in images
             )
 
     def set_source_digest(self, name: str, digest: str) -> None:

@@ -19,10 +19,10 @@ from numpy.typing import NDArray
 
 from indexer.model import Catalog
 from registry.store.base import (
-    StaleCatalog,
     StoredCatalog,
     StoredTool,
     StoreError,
+    check_replaced,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
@@ -30,7 +30,7 @@ from registry.store.base import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
@@ -40,6 +40,9 @@ _MIGRATIONS = {
     3: "ALTER TABLE catalogs ADD COLUMN workflows TEXT NOT NULL DEFAULT '[]'",
     # The catalog's image (registry/catalog_image.py); NULL until one is written.
     4: "ALTER TABLE catalogs ADD COLUMN image BLOB",
+    # Which life of its name a catalog is (`StoredCatalog.incarnation`); 0 for the catalogs
+    # stored before: each is its name's only life the store knows of.
+    5: "ALTER TABLE catalogs ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0",
 }
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -57,7 +60,8 @@ CREATE TABLE IF NOT EXISTS catalogs (
     updated_at TEXT NOT NULL,
     source_digest TEXT NOT NULL DEFAULT '',
     workflows TEXT NOT NULL DEFAULT '[]',
-    image BLOB
+    image BLOB,
+    incarnation INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tools (
     catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
@@ -200,7 +204,7 @@ class SqliteStore:
         with self._lock:
             catalog_rows = self._db.execute(
                 "SELECT name, title, description, version, format, default_scopes, revision,"
-                " source_digest, workflows, image FROM catalogs ORDER BY name"
+                " source_digest, workflows, image, incarnation FROM catalogs ORDER BY name"
             ).fetchall()
             # In the table's own order: a catalog's rows are written together, in position
             # order, so they come out that way without a sort through the (catalog, name)
@@ -213,18 +217,21 @@ class SqliteStore:
             ).fetchall()
         return stored_catalogs(catalog_rows, tool_rows, self)
 
-    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
+    def tool_text(self, catalog: str, name: str, revision: int, incarnation: int) -> str | None:
         with self._read_lock:
             row = self._reads.execute(
-                "SELECT data FROM tools WHERE catalog=? AND name=? AND revision=?",
-                (catalog, name, revision),
+                "SELECT t.data FROM tools t JOIN catalogs c ON c.name = t.catalog"
+                " WHERE t.catalog=? AND t.name=? AND t.revision=? AND c.incarnation=?",
+                (catalog, name, revision, incarnation),
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
+    def catalog_texts(self, catalog: str, incarnation: int) -> list[tuple[str, int, str]]:
         with self._read_lock:
             rows = self._reads.execute(
-                "SELECT name, revision, data FROM tools WHERE catalog=?", (catalog,)
+                "SELECT t.name, t.revision, t.data FROM tools t"
+                " JOIN catalogs c ON c.name = t.catalog WHERE t.catalog=? AND c.incarnation=?",
+                (catalog, incarnation),
             ).fetchall()
         return [(str(name), int(revision), str(data)) for name, revision, data in rows]
 
@@ -291,25 +298,25 @@ class SqliteStore:
         *,
         source_digest: str = "",
         replaces: int | None = None,
+        incarnation: int = 0,
         image: bytes = b"",
     ) -> int:
         """Stores `catalog` in place of any previous version, atomically; returns the new
-        generation (`replaces`: see the Store protocol)."""
+        generation (`replaces`, `incarnation`: see the Store protocol)."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         with self._transaction() as db:
+            row = db.execute(
+                "SELECT revision, incarnation FROM catalogs WHERE name=?", (catalog.name,)
+            ).fetchone()
             if replaces is not None:
-                row = db.execute(
-                    "SELECT revision FROM catalogs WHERE name=?", (catalog.name,)
-                ).fetchone()
-                stored = int(row[0]) if row else 0
-                if stored != replaces:
-                    raise StaleCatalog(catalog.name, replaces, stored)
+                check_replaced(catalog.name, replaces, incarnation, row)
+            generation = self._bump_generation(db)
             self._insert_embeddings(db, model, new_vectors)
             db.execute("DELETE FROM tools WHERE catalog=?", (catalog.name,))
             db.execute(
                 "INSERT INTO catalogs(name, title, description, version, format, default_scopes,"
-                " revision, updated_at, source_digest, workflows, image)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                " revision, updated_at, source_digest, workflows, image, incarnation)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET title=excluded.title,"
                 " description=excluded.description, version=excluded.version,"
                 " format=excluded.format, default_scopes=excluded.default_scopes,"
@@ -328,6 +335,8 @@ class SqliteStore:
                     source_digest,
                     workflows_to_json(catalog.workflows),
                     image or None,
+                    # Kept by a replacement (the update leaves it); a new life otherwise.
+                    int(row[1]) if row else generation,
                 ),
             )
             db.executemany(
@@ -345,18 +354,18 @@ class SqliteStore:
                     for position, stored in enumerate(tools)
                 ],
             )
-            return self._bump_generation(db)
+            return generation
 
-    def put_images(self, images: Sequence[tuple[str, int, bytes]]) -> int:
-        """Stores each (catalog, revision, image) whose revision is still the stored one, in
-        one transaction; returns how many were."""
+    def put_images(self, images: Sequence[tuple[str, int, int, bytes]]) -> int:
+        """Stores each (catalog, revision, incarnation, image) whose revision and incarnation
+        are still the stored ones, in one transaction; returns how many were."""
         with self._transaction() as db:
             return sum(
                 db.execute(
-                    "UPDATE catalogs SET image=? WHERE name=? AND revision=?",
-                    (image, name, revision),
+                    "UPDATE catalogs SET image=? WHERE name=? AND revision=? AND incarnation=?",
+                    (image, name, revision, incarnation),
                 ).rowcount
-                for name, revision, image in images
+                for name, revision, incarnation, image in images
             )
 
     def set_source_digest(self, name: str, digest: str) -> None:

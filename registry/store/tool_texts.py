@@ -6,12 +6,14 @@ of every tool comes from its catalog's image (`registry.catalog_image`), so only
 links, exports and a catalog's replacement read schemas, each one query. The last few thousand
 read are remembered, parsed.
 
-A tool is read at the revision it was held at: a tool's revision is the one its content last
-changed in, so the row read is the content the snapshot held. Before this process replaces or
-deletes a catalog, it keeps the catalog's stored JSON for the snapshots that still hold it
-(`CatalogTexts.keep`). What another replica changed or deleted before this one caught up (an
-other revision, no row, or a catalog deleted: `CatalogTexts.retire`) raises `ToolChanged`:
-the snapshot that named it is older than the store, and asking again reaches the newer one.
+A tool is read at the revision it was held at, of the incarnation of its catalog it was held
+at: a tool's revision is the one its content last changed in, and a catalog deleted and stored
+anew (its revisions starting again at 1) is another incarnation, so the row read is the content
+the snapshot held. Before this process replaces or deletes a catalog, it keeps the catalog's
+stored JSON for the snapshots that still hold it (`CatalogTexts.keep`). What another replica
+changed or deleted before this one caught up (an other revision, no row, another incarnation,
+or a catalog deleted: `CatalogTexts.retire`) raises `ToolChanged`: the snapshot that named it
+is older than the store, and asking again reaches the newer one.
 """
 
 from __future__ import annotations
@@ -47,12 +49,14 @@ class ToolChanged(CapregError):
 class TextReader(Protocol):
     """What a store answers about its tools' stored JSON."""
 
-    def tool_text(self, catalog: str, name: str, revision: int) -> str | None:
-        """The stored JSON of the tool at that revision; None when it is not stored so."""
+    def tool_text(self, catalog: str, name: str, revision: int, incarnation: int) -> str | None:
+        """The stored JSON of the tool at that revision of that incarnation of its catalog;
+        None when it is not stored so."""
         ...
 
-    def catalog_texts(self, catalog: str) -> list[tuple[str, int, str]]:
-        """(name, revision, stored JSON) of every tool of the catalog, in one read."""
+    def catalog_texts(self, catalog: str, incarnation: int) -> list[tuple[str, int, str]]:
+        """(name, revision, stored JSON) of every tool of the catalog, in one read; none
+        when the catalog stored is another incarnation."""
         ...
 
 
@@ -117,11 +121,14 @@ PARSED = _Parsed()
 class CatalogTexts:
     """Where one stored catalog's tools are read from: shared by its `StoredToolText`s."""
 
-    __slots__ = ("catalog", "kept", "reader", "retired")
+    __slots__ = ("catalog", "incarnation", "kept", "reader", "retired")
 
-    def __init__(self, reader: TextReader, catalog: str) -> None:
+    def __init__(self, reader: TextReader, catalog: str, incarnation: int = 0) -> None:
         self.reader = reader
         self.catalog = catalog
+        # Which life of the catalog's name these tools belong to (`StoredCatalog.incarnation`):
+        # one deleted and stored anew, here or by another writer, is read as none of them.
+        self.incarnation = incarnation
         # The catalog's stored JSON as it was before this process replaced or deleted it,
         # by (name, revision): snapshots made before serve it until they are let go.
         self.kept: dict[tuple[str, int], str] = {}
@@ -133,7 +140,8 @@ class CatalogTexts:
         no longer read for them."""
         if not self.retired:
             self.kept = {
-                (name, rev): text for name, rev, text in self.reader.catalog_texts(self.catalog)
+                (name, rev): text
+                for name, rev, text in self.reader.catalog_texts(self.catalog, self.incarnation)
             }
             self.retired = True
 
@@ -150,7 +158,7 @@ class CatalogTexts:
             return tool
         text = self.kept.get((name, revision))
         if text is None and not self.retired:
-            text = self.reader.tool_text(self.catalog, name, revision)
+            text = self.reader.tool_text(self.catalog, name, revision, self.incarnation)
         # Checked again after a store read: a catalog deleted and stored anew, at the same
         # revisions, was retired before it was stored anew.
         if text is None or (self.retired and (name, revision) not in self.kept):
@@ -166,7 +174,7 @@ class CatalogTexts:
             return
         rows = {
             (name, revision): text
-            for name, revision, text in self.reader.catalog_texts(self.catalog)
+            for name, revision, text in self.reader.catalog_texts(self.catalog, self.incarnation)
         }
         if self.retired:
             return

@@ -151,12 +151,17 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path, embedder: Counti
         db.execute("ALTER TABLE catalogs DROP COLUMN source_digest")
         db.execute("ALTER TABLE catalogs DROP COLUMN workflows")
         db.execute("ALTER TABLE catalogs DROP COLUMN image")
+        db.execute("ALTER TABLE catalogs DROP COLUMN incarnation")
         db.execute("PRAGMA user_version=1")
     store = SqliteStore(path)
     assert [c.catalog.name for c in store.catalogs()] == ["mini"]
     assert store.catalogs()[0].source_digest == ""
     assert store.catalogs()[0].catalog.workflows == ()
     assert store.catalogs()[0].image == b""
+    # The incarnation its tools are read at.
+    assert store.catalogs()[0].incarnation == 0
+    first = yaml.safe_load(MINI)["tools"][0]
+    assert store.catalogs()[0].catalog.tools[0].description == first["description"]
     store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -22,7 +22,8 @@ from registry.core import Registry
 from registry.errors import CatalogNotFound
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import PostgresStore
+from registry.store import PostgresStore, ToolChanged
+from registry.store.tool_texts import PARSED
 from tests.conftest import DATA, CountingEmbedder
 from tests.support.server_process import free_port, wait_serving
 
@@ -74,6 +75,38 @@ def test_a_replica_catches_up_without_embedding(
     writer.delete("mini")
     follower.writer.catch_up()
     assert follower.catalogs() == []
+    for store in stores:
+        store.close()
+
+
+def test_a_catalog_another_replica_deleted_and_stored_anew_is_never_read_as_the_held_one(
+    postgres_dsn: str, embedder: CountingEmbedder
+) -> None:
+    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
+    writer, follower = (Registry(store, embedder) for store in stores)
+    writer.load()
+    follower.load()
+    writer.register(MINI)
+    follower.writer.catch_up()
+    older = follower.snapshot
+    writer.delete("mini")
+    anew = MINI.replace("Returns the weather", "Gives the weather")
+    assert writer.register(anew).revision == 1  # the revision the follower's tools are held at
+    PARSED.clear()
+    # Before the follower catches up: the new life's tools are not read as the held ones.
+    with pytest.raises(ToolChanged):
+        older.schemas(["mini/get_weather_forecast"])
+    assert follower.writer.catch_up() == 1
+    [caught] = follower.schemas(["mini/get_weather_forecast"])
+    assert caught.tool.description.startswith("Gives the weather")
+    # Deleted and stored anew as it was: the same revision and content, another life, which
+    # the follower takes in (its tools held at the old life would never be read again).
+    writer.delete("mini")
+    writer.register(anew)
+    PARSED.clear()
+    assert follower.writer.catch_up() == 1
+    [caught] = follower.schemas(["mini/get_weather_forecast"])
+    assert caught.tool.description.startswith("Gives the weather")
     for store in stores:
         store.close()
 

@@ -21,7 +21,15 @@ from registry.auth import shared_keys
 from registry.core import Registry
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
-from registry.store import PostgresStore, SqliteStore, Store, StoredTool, StoreError, open_store
+from registry.store import (
+    PostgresStore,
+    SqliteStore,
+    StaleCatalog,
+    Store,
+    StoredTool,
+    StoreError,
+    open_store,
+)
 from registry.store.base import tool_from_json
 from registry.store.postgres import NOTIFY_CHANNEL
 from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
@@ -159,14 +167,16 @@ def test_a_postgres_database_of_version_1_gains_the_later_columns(postgres_dsn: 
     with psycopg.connect(postgres_dsn) as conn:  # the layout version 1 had
         conn.execute("ALTER TABLE catalogs DROP COLUMN workflows")
         conn.execute("ALTER TABLE catalogs DROP COLUMN image")
+        conn.execute("ALTER TABLE catalogs DROP COLUMN incarnation")
         conn.execute("UPDATE capreg_schema SET version = 1")
     migrated = PostgresStore(postgres_dsn)
     crm = catalog("crm", ["find_customer"])
-    migrated.replace_catalog(crm, 1, stored(crm), MODEL, {})
-    assert migrated.schema_version() == POSTGRES_SCHEMA == 3
+    generation = migrated.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    assert migrated.schema_version() == POSTGRES_SCHEMA == 4
     [got] = migrated.catalogs()
     assert got.catalog.workflows == ()
     assert got.image == b""
+    assert got.incarnation == generation
     migrated.close()
 
 
@@ -178,12 +188,38 @@ def test_an_image_is_stored_with_its_revision_and_only_for_it(store: Store) -> N
     # An image derived from revision 1 is not stored over revision 2's.
     store.replace_catalog(crm, 2, stored(crm, 2), MODEL, {})
     assert store.catalogs()[0].image == b""
-    assert store.put_images([("crm", 1, b"stale"), ("gone", 1, b"x")]) == 0
+    life = store.catalogs()[0].incarnation
+    assert store.put_images([("crm", 1, life, b"stale"), ("gone", 1, life, b"x")]) == 0
+    # Nor over another life of the name at the same revision.
+    assert store.put_images([("crm", 2, life + 1, b"other")]) == 0
     assert store.catalogs()[0].image == b""
-    assert store.put_images([("crm", 2, b"second")]) == 1
+    assert store.put_images([("crm", 2, life, b"second")]) == 1
     assert store.catalogs()[0].image == b"second"
     # Writing an image is not a change a replica must take in.
     assert store.generation() == generation + 1
+
+
+def test_a_catalog_deleted_and_stored_anew_is_another_life_of_its_name(store: Store) -> None:
+    crm = catalog("crm", ["find_customer"])
+    first = store.replace_catalog(crm, 1, stored(crm), MODEL, {}, replaces=0)
+    [held] = store.catalogs()
+    assert held.incarnation == first
+    # A replacement keeps the life it replaces.
+    store.replace_catalog(crm, 2, stored(crm, 2), MODEL, {}, replaces=1, incarnation=first)
+    assert store.catalogs()[0].incarnation == first
+    store.delete_catalog("crm")
+    anew = replace(crm, tools=(replace(crm.tools[0], description="finds, anew"),))
+    again = store.replace_catalog(anew, 1, stored(anew), MODEL, {}, replaces=0)
+    assert store.catalogs()[0].incarnation == again != first
+    # Revision 1 again, but not the revision 1 the first life's tools were held at.
+    assert store.tool_text("crm", "find_customer", 1, first) is None
+    assert store.catalog_texts("crm", first) == []
+    assert store.tool_text("crm", "find_customer", 1, again) is not None
+    # A change decided against the first life is refused, though the revision matches.
+    with pytest.raises(StaleCatalog, match="deleted and stored anew"):
+        store.replace_catalog(crm, 2, stored(crm, 2), MODEL, {}, replaces=1, incarnation=first)
+    with pytest.raises(StaleCatalog, match="at revision 1 in the store, not 2"):
+        store.replace_catalog(crm, 3, stored(crm, 3), MODEL, {}, replaces=2, incarnation=again)
 
 
 def test_a_tool_stored_before_links_existed_loads_without_links() -> None:
@@ -369,15 +405,15 @@ def test_a_store_reads_each_tool_at_its_revision_and_a_catalog_in_one_read(
     [loaded] = store.catalogs()
     held = [t.tool for t in loaded.tools]
     assert all(isinstance(t, StoredToolText) for t in held)
-    assert store.tool_text("c", "a", 2) is None
-    assert sorted(name for name, _, _ in store.catalog_texts("c")) == ["a", "b"]
+    assert store.tool_text("c", "a", 2, loaded.incarnation) is None
+    assert sorted(n for n, _, _ in store.catalog_texts("c", loaded.incarnation)) == ["a", "b"]
     PARSED.clear()
     reads: list[str] = []
     real = store.catalog_texts
 
-    def counted(name: str) -> list[tuple[str, int, str]]:
+    def counted(name: str, incarnation: int) -> list[tuple[str, int, str]]:
         reads.append(name)
-        return real(name)
+        return real(name, incarnation)
 
     monkeypatch.setattr(store, "catalog_texts", counted)
     read_ahead(held)

@@ -111,3 +111,20 @@ def test_a_changed_tool_is_an_aborted_call_that_says_to_ask_again() -> None:
     code, message = status_for(ToolChanged("mini/convert_currency"))
     assert code == grpc.StatusCode.ABORTED
     assert "ask again" in message
+
+
+def test_a_catalog_another_writer_deleted_and_stored_anew_is_not_read_as_the_held_one(
+    tmp_path: Path, restarted: Registry, embedder: CountingEmbedder
+) -> None:
+    older = restarted.snapshot
+    other_store = SqliteStore(tmp_path / "store.db")
+    other = Registry(other_store, embedder)
+    other.load()
+    other.delete("mini")
+    # Stored anew, its revisions start again at 1: the ones this registry's tools are held at.
+    assert other.register(catalog_text(convert_currency="Converts, with fees.")).revision == 1
+    other_store.close()
+    PARSED.clear()
+    # Its links are derived from every tool of the catalog, each read at its own revision.
+    with pytest.raises(ToolChanged, match="tool 'mini/"):
+        older.schemas(["mini/convert_currency"])
