@@ -211,7 +211,15 @@ class SnapshotBuilder:
         self._index = ToolIndex(
             segments, generation, space=self._space, partition=partition, previous=previous
         )
+        if partition is not None:
+            self._store_lists(partition)
         return self._index
+
+    def _store_lists(self, partition: Partition) -> None:
+        """Stores the IVF lists this build computed, so no restart computes them again."""
+        unsaved = partition.take_unsaved()
+        if unsaved:
+            self._store.put_ivf_lists(self._model, partition.digest, unsaved)
 
     def _segments(
         self, catalogs: Sequence[LiveCatalog], vectors: Mapping[str, NDArray[np.float32]]
@@ -255,6 +263,14 @@ class SnapshotBuilder:
         if stored is not None and stored[0].shape[1] == dimension:
             candidate = Partition(*stored)
             if candidate.fits(size):
+                started = time.perf_counter()
+                stored_lists = self._store.ivf_lists(model, candidate.digest)
+                # Only the documents held: the store keeps the lists of documents since gone.
+                held = self._space.holds
+                read = candidate.remember({k: at for k, at in stored_lists.items() if held(k)})
+                logger.info(
+                    "read %d stored IVF lists in %.2fs", read, time.perf_counter() - started
+                )
                 self._partition = candidate
                 return candidate
         started = time.perf_counter()

@@ -237,6 +237,21 @@ class StaleCatalog(CapregError):
         self.stored = stored
 
 
+def ivf_lists_row(lists: Mapping[str, int]) -> tuple[str, bytes]:
+    """A batch of document hash -> IVF list as one stored row: the hashes joined by newlines
+    (hex digests hold none) and the lists as little-endian 32-bit integers, in that order."""
+    return "\n".join(lists), np.fromiter(lists.values(), "<i4", len(lists)).tobytes()
+
+
+def ivf_lists_of(rows: Iterable[tuple[str, bytes]]) -> dict[str, int]:
+    """Document hash -> IVF list from rows `ivf_lists_row` made (a later row wins)."""
+    found: dict[str, int] = {}
+    for keys, lists in rows:
+        if keys:
+            found.update(zip(keys.split("\n"), np.frombuffer(lists, "<i4").tolist(), strict=True))
+    return found
+
+
 def check_replaced(name: str, replaces: int, incarnation: int, row: Sequence[Any] | None) -> None:
     """Raises `StaleCatalog` unless the stored catalog (`row`: its revision and incarnation;
     None when none is stored) is the one a change was decided against: revision `replaces`
@@ -296,6 +311,15 @@ class Store(Protocol):
     def put_partition(
         self, model: str, centroids: NDArray[np.float32], trained_on: int
     ) -> None: ...
+
+    def ivf_lists(self, model: str, partition: str) -> dict[str, int]:
+        """Document hash -> IVF list of every vector of `model` stored as assigned under the
+        partition named `partition` (`Partition.digest`)."""
+        ...
+
+    def put_ivf_lists(self, model: str, partition: str, lists: Mapping[str, int]) -> None:
+        """Stores each document's IVF list under that partition, in place of any other."""
+        ...
 
     def replace_catalog(
         self,

@@ -28,76 +28,20 @@ from registry.store.base import (
     StoredTool,
     StoreError,
     check_replaced,
+    ivf_lists_of,
+    ivf_lists_row,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
 )
+from registry.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 
 logger = logging.getLogger(__name__)
-SCHEMA_VERSION = 4
 NOTIFY_CHANNEL = "capreg_generation"
 # Advisory lock keys (two 32-bit ints: capreg's namespace, then the purpose).
 _LOCK_SPACE = 0x0CA9
 _MIGRATE = 1
 _EMBEDDINGS_CHUNK = 5_000
-
-_MIGRATIONS: dict[int, Sequence[str]] = {
-    1: (
-        "CREATE TABLE IF NOT EXISTS capreg_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        """CREATE TABLE IF NOT EXISTS catalogs (
-            name TEXT PRIMARY KEY,
-            title TEXT NOT NULL,
-            description TEXT NOT NULL,
-            version TEXT NOT NULL,
-            format TEXT NOT NULL,
-            default_scopes TEXT NOT NULL,
-            revision BIGINT NOT NULL,
-            updated_at TIMESTAMPTZ NOT NULL,
-            source_digest TEXT NOT NULL DEFAULT '',
-            generation BIGINT NOT NULL DEFAULT 0
-        )""",
-        """CREATE TABLE IF NOT EXISTS tombstones (
-            name TEXT PRIMARY KEY,
-            generation BIGINT NOT NULL
-        )""",
-        """CREATE TABLE IF NOT EXISTS tools (
-            catalog TEXT NOT NULL REFERENCES catalogs(name) ON DELETE CASCADE,
-            name TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            data TEXT NOT NULL,
-            function_name TEXT NOT NULL UNIQUE,
-            revision BIGINT NOT NULL,
-            PRIMARY KEY (catalog, name)
-        )""",
-        """CREATE TABLE IF NOT EXISTS partitions (
-            model TEXT PRIMARY KEY,
-            trained_on BIGINT NOT NULL,
-            dimension INTEGER NOT NULL,
-            centroids BYTEA NOT NULL
-        )""",
-        """CREATE TABLE IF NOT EXISTS embeddings (
-            model TEXT NOT NULL,
-            doc_hash TEXT NOT NULL,
-            vector BYTEA NOT NULL,
-            PRIMARY KEY (model, doc_hash)
-        )""",
-        "INSERT INTO capreg_meta(key, value) VALUES ('generation', '0') ON CONFLICT DO NOTHING",
-        # The keys document of a cluster (`capreg keys ... --db`): the same YAML a keys file
-        # holds (hashes only), one row, versioned so replicas reload it only when it changed.
-        """CREATE TABLE IF NOT EXISTS capreg_keys (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            document TEXT NOT NULL,
-            version BIGINT NOT NULL
-        )""",
-        "INSERT INTO capreg_keys(id, document, version) VALUES (1, '', 0) ON CONFLICT DO NOTHING",
-    ),
-    # Declared workflows, as a JSON list (empty for catalogs stored before workflows existed).
-    2: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS workflows TEXT NOT NULL DEFAULT '[]'",),
-    # The catalog's image (registry/catalog_image.py); NULL until one is written.
-    3: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS image BYTEA",),
-    # Which life of its name a catalog is (`StoredCatalog.incarnation`; 0 for those before).
-    4: ("ALTER TABLE catalogs ADD COLUMN IF NOT EXISTS incarnation BIGINT NOT NULL DEFAULT 0",),
-}
 
 
 def is_postgres(location: str) -> bool:
@@ -155,7 +99,7 @@ class PostgresStore:
                     f"{SCHEMA_VERSION}: run a newer capreg against it"
                 )
             for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
+                for statement in MIGRATIONS[step]:
                     conn.execute(statement)
             if row is None:
                 conn.execute("INSERT INTO capreg_schema(version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -318,6 +262,25 @@ class PostgresStore:
                 "trained_on=excluded.trained_on, dimension=excluded.dimension, "
                 "centroids=excluded.centroids",
                 (model, trained_on, int(matrix.shape[1]), matrix.tobytes()),
+            )
+
+    def ivf_lists(self, model: str, partition: str) -> dict[str, int]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT doc_hashes, lists FROM ivf_lists WHERE model=%s AND partition=%s"
+                " ORDER BY id",
+                (model, partition),
+            ).fetchall()
+        return ivf_lists_of((str(keys), bytes(lists)) for keys, lists in rows)
+
+    def put_ivf_lists(self, model: str, partition: str, lists: Mapping[str, int]) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "DELETE FROM ivf_lists WHERE model=%s AND partition<>%s", (model, partition)
+            )
+            conn.execute(
+                "INSERT INTO ivf_lists(model, partition, doc_hashes, lists) VALUES(%s, %s, %s, %s)",
+                (model, partition, *ivf_lists_row(lists)),
             )
 
     def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None:

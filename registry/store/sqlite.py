@@ -23,6 +23,8 @@ from registry.store.base import (
     StoredTool,
     StoreError,
     check_replaced,
+    ivf_lists_of,
+    ivf_lists_row,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
@@ -30,7 +32,16 @@ from registry.store.base import (
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# Each vector's IVF list under the partition (`Partition.digest`) that assigned it: one row
+# per batch assigned together (`ivf_lists_row`: a row per document read 1M rows in 2.6 s).
+_IVF_LISTS = """CREATE TABLE IF NOT EXISTS ivf_lists (
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    doc_hashes TEXT NOT NULL,
+    lists BLOB NOT NULL
+)"""
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
@@ -43,8 +54,12 @@ _MIGRATIONS = {
     # Which life of its name a catalog is (`StoredCatalog.incarnation`); 0 for the catalogs
     # stored before: each is its name's only life the store knows of.
     5: "ALTER TABLE catalogs ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0",
+    # Each vector's IVF list under the stored partition, so a restart does not compute it.
+    6: _IVF_LISTS,
 }
-_SCHEMA = """
+_SCHEMA = (
+    _IVF_LISTS
+    + """;
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -85,6 +100,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, doc_hash)
 );
 """
+)
 
 
 def _owner_only(path: Path) -> None:
@@ -270,6 +286,23 @@ class SqliteStore:
                 "trained_on=excluded.trained_on, dimension=excluded.dimension, "
                 "centroids=excluded.centroids",
                 (model, trained_on, int(matrix.shape[1]), matrix.tobytes()),
+            )
+
+    def ivf_lists(self, model: str, partition: str) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc_hashes, lists FROM ivf_lists WHERE model=? AND partition=? ORDER BY id",
+                (model, partition),
+            ).fetchall()
+        return ivf_lists_of(rows)
+
+    def put_ivf_lists(self, model: str, partition: str, lists: Mapping[str, int]) -> None:
+        with self._transaction() as db:
+            # Lists under another partition are read by no one again.
+            db.execute("DELETE FROM ivf_lists WHERE model=? AND partition<>?", (model, partition))
+            db.execute(
+                "INSERT INTO ivf_lists(model, partition, doc_hashes, lists) VALUES(?, ?, ?, ?)",
+                (model, partition, *ivf_lists_row(lists)),
             )
 
     def put_embeddings(self, model: str, vectors: Mapping[str, NDArray[np.float32]]) -> None:

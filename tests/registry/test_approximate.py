@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 
@@ -99,6 +100,36 @@ def test_the_partition_is_stored_and_reused_after_a_restart(
     again.load()
     assert again.writer.partition is not None
     np.testing.assert_array_equal(again.writer.partition.centroids, centroids)
+
+
+def test_each_vectors_ivf_list_is_stored_and_read_back_not_computed_after_a_restart(
+    both: tuple[Registry, Registry], embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, approximate = both
+    store = approximate.writer._store
+    partition = approximate.writer.partition
+    assert partition is not None
+    stored = store.ivf_lists(embedder.model_id, partition.digest)
+    # Every document of the index, each under the list the running partition gave it.
+    keys = {key for segment in approximate.index.segments for key in segment.keys}
+    assert set(stored) == keys
+    assert stored == {key: partition.assign([key], np.zeros((1, 1), np.float32))[0] for key in keys}
+    searched: list[int] = []
+    real_search = faiss.IndexFlatIP.search
+
+    def counted(self: faiss.IndexFlatIP, x: np.ndarray, k: int, *args: object) -> object:
+        searched.append(len(x))
+        return real_search(self, x, k, *args)
+
+    monkeypatch.setattr(faiss.IndexFlatIP, "search", counted)
+    again = Registry(store, embedder, settings=SearchSettings(approximate_from=1))
+    again.load()
+    assert searched == []  # no vector's list was computed
+    assert again.writer.partition is not None
+    assert again.writer.partition.take_unsaved() == {}
+    for query in QUERIES:
+        want = [h.entry.id for h in approximate.search(query, 5).hits]
+        assert [h.entry.id for h in again.search(query, 5).hits] == want
 
 
 def test_one_catalog_ranks_alike_on_both_paths(tmp_path: Path, embedder: CountingEmbedder) -> None:

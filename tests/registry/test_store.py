@@ -32,7 +32,7 @@ from registry.store import (
 )
 from registry.store.base import tool_from_json
 from registry.store.postgres import NOTIFY_CHANNEL
-from registry.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
+from registry.store.postgres_schema import SCHEMA_VERSION as POSTGRES_SCHEMA
 from registry.store.tool_texts import PARSED, StoredToolText, read_ahead
 from tests.conftest import CATALOGS, DATA, CountingEmbedder
 from tests.support.server_process import serving
@@ -172,7 +172,7 @@ def test_a_postgres_database_of_version_1_gains_the_later_columns(postgres_dsn: 
     migrated = PostgresStore(postgres_dsn)
     crm = catalog("crm", ["find_customer"])
     generation = migrated.replace_catalog(crm, 1, stored(crm), MODEL, {})
-    assert migrated.schema_version() == POSTGRES_SCHEMA == 4
+    assert migrated.schema_version() == POSTGRES_SCHEMA == 5
     [got] = migrated.catalogs()
     assert got.catalog.workflows == ()
     assert got.image == b""
@@ -211,7 +211,6 @@ def test_a_catalog_deleted_and_stored_anew_is_another_life_of_its_name(store: St
     anew = replace(crm, tools=(replace(crm.tools[0], description="finds, anew"),))
     again = store.replace_catalog(anew, 1, stored(anew), MODEL, {}, replaces=0)
     assert store.catalogs()[0].incarnation == again != first
-    # Revision 1 again, but not the revision 1 the first life's tools were held at.
     assert store.tool_text("crm", "find_customer", 1, first) is None
     assert store.catalog_texts("crm", first) == []
     assert store.tool_text("crm", "find_customer", 1, again) is not None
@@ -240,6 +239,18 @@ def test_partitions_are_kept_per_model(store: Store) -> None:
     np.testing.assert_array_equal(got[0], centroids * 2)
     assert got[1] == 4_000
     assert store.partition("model-b") is None
+
+
+def test_ivf_lists_are_read_back_under_the_partition_that_assigned_them(store: Store) -> None:
+    store.put_ivf_lists(MODEL, "p1", {"h1": 0, "h2": 3})
+    store.put_ivf_lists(MODEL, "p1", {"h3": 2_000})
+    store.put_ivf_lists("model-b", "p1", {"h1": 7})
+    assert store.ivf_lists(MODEL, "p1") == {"h1": 0, "h2": 3, "h3": 2_000}
+    # Lists assigned under another partition replace the old partition's.
+    store.put_ivf_lists(MODEL, "p2", {"h2": 5})
+    assert store.ivf_lists(MODEL, "p1") == {}
+    assert store.ivf_lists(MODEL, "p2") == {"h2": 5}
+    assert store.ivf_lists("model-b", "p1") == {"h1": 7}
 
 
 def test_a_registry_restarts_from_postgresql_without_embedding(

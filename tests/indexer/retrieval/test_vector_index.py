@@ -208,3 +208,25 @@ def test_a_chain_of_splices_finds_what_an_index_built_whole_finds(
             assert np.array_equal(found, expected)
             if mask is not None:
                 assert mask[rows[rows >= 0]].all()
+
+
+def test_a_partition_computes_each_keys_list_once_and_hands_them_over_to_be_stored() -> None:
+    vectors = np.random.default_rng(3).standard_normal((400, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    partition = Partition.train(vectors)
+    keys = [f"k{i}" for i in range(400)]
+    lists = partition.assign(keys, vectors)
+    unsaved = partition.take_unsaved()
+    assert unsaved == dict(zip(keys, lists.tolist(), strict=True))
+    assert partition.take_unsaved() == {}
+    # The same centroids name the same partition; its lists, remembered, are not computed.
+    again = Partition(partition.centroids.copy(), partition.trained_on)
+    assert again.digest == partition.digest
+    assert Partition(partition.centroids * 2, partition.trained_on).digest != partition.digest
+    assert again.remember({**unsaved, "bad": len(again.centroids)}) == 400
+    elsewhere = np.zeros_like(vectors)  # lists are not computed from these
+    np.testing.assert_array_equal(again.assign(keys, elsewhere), lists)
+    assert again.take_unsaved() == {}
+    # A list number the partition does not have was ignored: the key is computed.
+    assert again.assign(["bad"], vectors[:1]).tolist() == lists[:1].tolist()
+    assert again.take_unsaved() == {"bad": int(lists[0])}
