@@ -42,6 +42,10 @@ _IVF_LISTS = """CREATE TABLE IF NOT EXISTS ivf_lists (
     doc_hashes TEXT NOT NULL,
     lists BLOB NOT NULL
 )"""
+# Vectors looked up per query; past that many wanted, and this share of the stored rows, the
+# model's rows are read in one pass instead (`SqliteStore.embeddings`).
+_LOOKUPS = 500
+_SCAN_SHARE = 0.5
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
@@ -256,8 +260,22 @@ class SqliteStore:
         wanted = list(dict.fromkeys(doc_hashes))
         found: dict[str, NDArray[np.float32]] = {}
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
+            (stored,) = self._db.execute(
+                "SELECT coalesce(max(rowid), 0) FROM embeddings"
+            ).fetchone()
+            if len(wanted) > _LOOKUPS and len(wanted) >= stored * _SCAN_SHARE:
+                # Most of the table (a start-up): one pass over the model's rows reads it
+                # faster than a lookup a vector (100,000 distinct: 0.43 s against 0.85 s).
+                keep = set(wanted)
+                scanned = self._db.execute(
+                    "SELECT doc_hash, vector FROM embeddings WHERE model=?", (model,)
+                )
+                for doc_hash, blob in scanned:
+                    if doc_hash in keep:
+                        found[doc_hash] = np.frombuffer(blob, dtype=np.float32).copy()
+                return found
+            for start in range(0, len(wanted), _LOOKUPS):
+                chunk = wanted[start : start + _LOOKUPS]
                 marks = ",".join("?" * len(chunk))
                 # Only "?" placeholders are interpolated; the values are bound.
                 query = f"SELECT doc_hash, vector FROM embeddings WHERE model=? AND doc_hash IN ({marks})"  # noqa: E501, S608 -- placeholders only

@@ -6,7 +6,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,19 +34,8 @@ from registry.store.postgres import NOTIFY_CHANNEL
 from registry.store.postgres_schema import SCHEMA_VERSION as POSTGRES_SCHEMA
 from registry.store.tool_texts import PARSED, StoredToolText, read_ahead
 from tests.conftest import CATALOGS, DATA, CountingEmbedder
+from tests.registry.conftest import MODEL, vector
 from tests.support.server_process import serving
-
-MODEL = "model-a"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        opened: Store = SqliteStore(tmp_path / "store.db")
-    else:
-        opened = PostgresStore(request.getfixturevalue("postgres_dsn"))
-    yield opened
-    opened.close()
 
 
 def catalog(name: str, tools: list[str], *, title: str = "T") -> Catalog:
@@ -66,10 +54,6 @@ def catalog(name: str, tools: list[str], *, title: str = "T") -> Catalog:
 
 def stored(cat: Catalog, revision: int = 1) -> list[StoredTool]:
     return [StoredTool.named(t, function_name(cat.name, t.name), revision) for t in cat.tools]
-
-
-def vector(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(8).astype(np.float32)
 
 
 def test_an_empty_store_has_nothing_at_generation_zero(store: Store) -> None:
@@ -228,29 +212,6 @@ def test_a_tool_stored_before_links_existed_loads_without_links() -> None:
         ' "title": "", "tags": [], "scopes": [], "examples": []}'
     )
     assert tool_from_json("crm", "find_customer", text).links == ()
-
-
-def test_partitions_are_kept_per_model(store: Store) -> None:
-    centroids = np.arange(24, dtype=np.float32).reshape(3, 8)
-    store.put_partition(MODEL, centroids, 1_000)
-    store.put_partition(MODEL, centroids * 2, 4_000)
-    got = store.partition(MODEL)
-    assert got is not None
-    np.testing.assert_array_equal(got[0], centroids * 2)
-    assert got[1] == 4_000
-    assert store.partition("model-b") is None
-
-
-def test_ivf_lists_are_read_back_under_the_partition_that_assigned_them(store: Store) -> None:
-    store.put_ivf_lists(MODEL, "p1", {"h1": 0, "h2": 3})
-    store.put_ivf_lists(MODEL, "p1", {"h3": 2_000})
-    store.put_ivf_lists("model-b", "p1", {"h1": 7})
-    assert store.ivf_lists(MODEL, "p1") == {"h1": 0, "h2": 3, "h3": 2_000}
-    # Lists assigned under another partition replace the old partition's.
-    store.put_ivf_lists(MODEL, "p2", {"h2": 5})
-    assert store.ivf_lists(MODEL, "p1") == {}
-    assert store.ivf_lists(MODEL, "p2") == {"h2": 5}
-    assert store.ivf_lists("model-b", "p1") == {"h1": 7}
 
 
 def test_a_registry_restarts_from_postgresql_without_embedding(
