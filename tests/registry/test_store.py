@@ -123,6 +123,23 @@ def test_declared_links_are_stored_with_their_tool(store: Store) -> None:
     assert got.catalog.tools[1].links == ()
 
 
+def test_a_tools_schema_is_read_back_as_registered_whatever_json_it_holds(store: Store) -> None:
+    crm = catalog("crm", ["find_customer", "count_all"])
+    schema = {"type": "object", "properties": {"z": {"type": "string"}, "a": {"minimum": 0.5}}}
+    # Past 64 bits: orjson refuses to write it, so the json module does.
+    huge = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 2**70}}}
+    tools = (
+        replace(crm.tools[0], description="Trouve un client — «vite»", input_schema=schema),
+        replace(crm.tools[1], input_schema=huge),
+    )
+    crm = replace(crm, tools=tools)
+    store.replace_catalog(crm, 1, stored(crm), MODEL, {})
+    [got] = store.catalogs()
+    assert got.catalog == crm
+    # Key order as registered, not sorted.
+    assert list(got.catalog.tools[0].input_schema["properties"]) == ["z", "a"]
+
+
 def test_workflows_are_stored_with_their_catalog(store: Store) -> None:
     flow = Workflow(
         name="lead_flow",
