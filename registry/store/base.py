@@ -98,7 +98,7 @@ def tool_to_json(tool: Tool) -> str:
     if tool.links:
         data["links"] = [link.to_json() for link in tool.links]
     try:
-        # orjson keeps key order too, and writes a million tools' rows in a tenth of the time.
+        # orjson keeps key order too, and is the faster writer (tool-rows-orjson-100k.md).
         return orjson.dumps(data).decode()
     except TypeError:  # what orjson refuses (integers past 64 bits) the json module writes
         return json.dumps(data, ensure_ascii=False)
@@ -144,8 +144,7 @@ def stored_catalogs(
 ) -> list[StoredCatalog]:
     """Catalogs from their rows (name, title, description, version, format, default scopes
     as JSON, revision, source digest, workflows as JSON, image or None, incarnation) and their
-    tools' rows
-    (catalog, name, spelling, revision, position; each catalog's rows in any order, in
+    tools' rows (catalog, name, spelling, revision, position; each catalog's rows in any order, in
     position order or not), the tools' JSON left in the store for `reader` to read when asked
     (`registry.store.tool_texts`): the same for every backend. The spelling is the function
     name as `StoredTool.spelling` holds it, "" when plain, computed by the database

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 6
 # Each vector's IVF list under the partition (`Partition.digest`) that assigned it: one row
-# per batch assigned together (`ivf_lists_row`: a row per document read 1M rows in 2.6 s).
+# per batch assigned together (`ivf_lists_row`), read back in few pieces.
 _IVF_LISTS = """CREATE TABLE IF NOT EXISTS ivf_lists (
     id INTEGER PRIMARY KEY,
     model TEXT NOT NULL,
@@ -265,7 +265,7 @@ class SqliteStore:
             ).fetchone()
             if len(wanted) > _LOOKUPS and len(wanted) >= stored * _SCAN_SHARE:
                 # Most of the table (a start-up): one pass over the model's rows reads it
-                # faster than a lookup a vector (100,000 distinct: 0.43 s against 0.85 s).
+                # faster than lookups (docs/results/startup-distinct-100k.md).
                 keep = set(wanted)
                 scanned = self._db.execute(
                     "SELECT doc_hash, vector FROM embeddings WHERE model=?", (model,)
