@@ -60,7 +60,7 @@ def copy_embeddings(source: Path, target: Path) -> int:
 
 
 # How far a distinct copy's vector lies from its original's (per component, before
-# renormalising): about 0.8 cosine between the two.
+# renormalising): a cosine of about 0.86 between the two.
 NOISE = 0.03
 _COPY = re.compile(r"\(copy \d+\) ")
 
