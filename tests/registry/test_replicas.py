@@ -53,13 +53,24 @@ def version(name: str, tools: int, tag: str) -> str:
     return yaml.safe_dump(document)
 
 
-def test_a_replica_catches_up_without_embedding(
+@pytest.fixture
+def two_replicas(
     postgres_dsn: str, embedder: CountingEmbedder
-) -> None:
+) -> Iterator[tuple[Registry, Registry]]:
+    """A writer and a follower, each loaded over its own connection to one database."""
     stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
     writer, follower = (Registry(store, embedder) for store in stores)
     writer.load()
     follower.load()
+    yield writer, follower
+    for store in stores:
+        store.close()
+
+
+def test_a_replica_catches_up_without_embedding(
+    two_replicas: tuple[Registry, Registry], embedder: CountingEmbedder
+) -> None:
+    writer, follower = two_replicas
     registered = writer.register(MINI)
     embedder.texts = 0
     assert follower.writer.catch_up() == 1
@@ -75,17 +86,12 @@ def test_a_replica_catches_up_without_embedding(
     writer.delete("mini")
     follower.writer.catch_up()
     assert follower.catalogs() == []
-    for store in stores:
-        store.close()
 
 
 def test_a_catalog_another_replica_deleted_and_stored_anew_is_never_read_as_the_held_one(
-    postgres_dsn: str, embedder: CountingEmbedder
+    two_replicas: tuple[Registry, Registry],
 ) -> None:
-    stores = [PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)]
-    writer, follower = (Registry(store, embedder) for store in stores)
-    writer.load()
-    follower.load()
+    writer, follower = two_replicas
     writer.register(MINI)
     follower.writer.catch_up()
     older = follower.snapshot
@@ -107,8 +113,6 @@ def test_a_catalog_another_replica_deleted_and_stored_anew_is_never_read_as_the_
     assert follower.writer.catch_up() == 1
     [caught] = follower.schemas(["mini/get_weather_forecast"])
     assert caught.tool.description.startswith("Gives the weather")
-    for store in stores:
-        store.close()
 
 
 # The processes behind the `replicas` fixture's addresses (a test kills one).

@@ -90,15 +90,23 @@ def test_a_catalog_deleted_and_stored_anew_is_not_read_as_the_deleted_one(
     assert current.tool.description == "Converts, with fees."
 
 
-def test_a_tool_another_writer_changed_is_refused_until_this_one_catches_up(
+@pytest.fixture
+def other_writer(
     tmp_path: Path, restarted: Registry, embedder: CountingEmbedder
+) -> Iterator[Registry]:
+    """Another registry writing the same store file as `restarted`, which it does not follow."""
+    store = SqliteStore(tmp_path / "store.db")
+    other = Registry(store, embedder)
+    other.load()
+    yield other
+    store.close()
+
+
+def test_a_tool_another_writer_changed_is_refused_until_this_one_catches_up(
+    restarted: Registry, other_writer: Registry
 ) -> None:
     older = restarted.snapshot
-    other_store = SqliteStore(tmp_path / "store.db")
-    other = Registry(other_store, embedder)
-    other.load()
-    other.register(catalog_text(get_weather_forecast="Forecasts, now hourly."))
-    other_store.close()
+    other_writer.register(catalog_text(get_weather_forecast="Forecasts, now hourly."))
     PARSED.clear()
     # A schema is shown with its links, derived from every tool of its catalog: the
     # unchanged tool's schema waits for the catch-up as well.
@@ -114,16 +122,13 @@ def test_a_changed_tool_is_an_aborted_call_that_says_to_ask_again() -> None:
 
 
 def test_a_catalog_another_writer_deleted_and_stored_anew_is_not_read_as_the_held_one(
-    tmp_path: Path, restarted: Registry, embedder: CountingEmbedder
+    restarted: Registry, other_writer: Registry
 ) -> None:
     older = restarted.snapshot
-    other_store = SqliteStore(tmp_path / "store.db")
-    other = Registry(other_store, embedder)
-    other.load()
-    other.delete("mini")
+    other_writer.delete("mini")
     # Stored anew, its revisions start again at 1: the ones this registry's tools are held at.
-    assert other.register(catalog_text(convert_currency="Converts, with fees.")).revision == 1
-    other_store.close()
+    new = catalog_text(convert_currency="Converts, with fees.")
+    assert other_writer.register(new).revision == 1
     PARSED.clear()
     # Its links are derived from every tool of the catalog, each read at its own revision.
     with pytest.raises(ToolChanged, match="tool 'mini/"):
