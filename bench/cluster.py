@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import psycopg
-from psycopg import sql
 
 from bench.performance import throughput
+from bench.postgres_copy import EMBEDDINGS, EVERYTHING, copy_tables, fresh_database
 from bench.registration import CACHE, ensure_cached, seeded_store, write_folder
 from bench.stats import percentile
 from capreg.evaluation.sampler import catalog_sources, load_pool, with_variants
@@ -42,62 +41,6 @@ from tests.support.server_process import serving_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench" / "cluster"
-
-
-def fresh_database(server: str, name: str) -> str:
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    dsn = f"{server}/{name}"
-    PostgresStore(dsn).close()  # the schema
-    return dsn
-
-
-def copy_tables(dsn: str, source: Path, tables: dict[str, list[str]]) -> int:
-    """Copies rows of SQLite `source` into the PostgreSQL store at `dsn`; returns tools."""
-    db = sqlite3.connect(source)
-    with psycopg.connect(dsn) as conn:
-        for table, columns in tables.items():
-            rows = db.execute(f"SELECT {', '.join(columns)} FROM {table}")  # noqa: S608 -- fixed names
-            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-                sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
-            )
-            with conn.cursor() as cursor, cursor.copy(statement) as copy:
-                for row in rows:
-                    copy.write_row(row)
-        if "catalogs" in tables:
-            generation = db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-            conn.execute("UPDATE capreg_meta SET value=%s WHERE key='generation'", (generation[0],))
-            conn.execute("UPDATE catalogs SET generation=%s", (int(generation[0]),))
-        tools = conn.execute("SELECT count(*) FROM tools").fetchone()
-    db.close()
-    return int(tools[0]) if tools else 0
-
-
-EMBEDDINGS = {
-    "embeddings": ["model", "doc_hash", "vector"],
-    "partitions": ["model", "trained_on", "dimension", "centroids"],
-}
-EVERYTHING = {
-    "catalogs": [
-        "name",
-        "title",
-        "description",
-        "version",
-        "format",
-        "default_scopes",
-        "revision",
-        "updated_at",
-        "source_digest",
-        # The catalog's image (decision 0077): without it a replica derives every catalog's
-        # texts and tokens again, which no store written by this version makes it do.
-        "image",
-    ],
-    "tools": ["catalog", "name", "position", "data", "function_name", "revision"],
-    **EMBEDDINGS,
-}
 
 
 # The bearer key every call sends: replicas on PostgreSQL take their keys from the store

@@ -1,6 +1,6 @@
 """The cost of a start-up over a store, comparable across versions of the code.
 
-Usage: python bench/startup_cost.py --db STORE [--traced]
+Usage: python bench/startup_cost.py --db STORE|DSN [--traced]
 
 Opens a registry over a store that already holds its catalogs (`make bench` leaves one in
 .capreg/bench/) and times the imports and `Registry.load()` in this process. It uses only the
@@ -21,18 +21,19 @@ import argparse  # noqa: E402 -- imports are part of what is timed
 import gc  # noqa: E402
 import json  # noqa: E402
 import tracemalloc  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 from indexer.embedding import load_embedder  # noqa: E402
 from indexer.retrieval.vector_index import one_thread_per_search  # noqa: E402
 from registry.config import SearchSettings  # noqa: E402
 from registry.core import Registry  # noqa: E402
-from registry.store import SqliteStore  # noqa: E402
+from registry.store import open_store  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument(
+        "--db", required=True, help="a SQLite store file, or a PostgreSQL DSN (a replica)"
+    )
     parser.add_argument(
         "--traced",
         action="store_true",
@@ -45,7 +46,7 @@ def main() -> None:
     embedder = load_embedder()
     if args.traced:
         tracemalloc.start()
-    store = SqliteStore(args.db)
+    store = open_store(args.db)
     registry = Registry(store, embedder, settings=SearchSettings(result_cache_size=0))
     registry.load()
     loaded = time.perf_counter()

@@ -42,6 +42,8 @@ NOTIFY_CHANNEL = "capreg_generation"
 _LOCK_SPACE = 0x0CA9
 _MIGRATE = 1
 _EMBEDDINGS_CHUNK = 5_000
+# A read of at least this share of the stored vectors scans the table (see `embeddings`).
+_SCAN_SHARE = 0.5
 
 
 def is_postgres(location: str) -> bool:
@@ -228,17 +230,39 @@ class PostgresStore:
         return [(str(name), int(str(revision)), str(data)) for name, revision, data in rows]
 
     def embeddings(self, model: str, doc_hashes: Iterable[str]) -> dict[str, NDArray[np.float32]]:
-        """Stored vectors for whichever of `doc_hashes` have one under `model`."""
+        """Stored vectors for whichever of `doc_hashes` have one under `model`. In binary:
+        as text, each vector crossed the wire and was parsed as hex, twice its size."""
         wanted = list(dict.fromkeys(doc_hashes))
         found: dict[str, NDArray[np.float32]] = {}
         with self._pool.connection() as conn:
-            for start in range(0, len(wanted), _EMBEDDINGS_CHUNK):
-                rows = conn.execute(
-                    "SELECT doc_hash, vector FROM embeddings WHERE model=%s AND doc_hash = ANY(%s)",
-                    (model, wanted[start : start + _EMBEDDINGS_CHUNK]),
-                ).fetchall()
-                for doc_hash, blob in rows:
-                    found[str(doc_hash)] = np.frombuffer(bytes(blob), dtype=np.float32).copy()
+            if len(wanted) > _EMBEDDINGS_CHUNK:
+                row = conn.execute(
+                    "SELECT count(*) FROM embeddings WHERE model=%s", (model,)
+                ).fetchone()
+                stored = int(str(row[0])) if row else 0
+                if len(wanted) >= stored * _SCAN_SHARE:
+                    # Most of the table (a replica starting): one pass through a server-side
+                    # cursor reads it three times faster than lookups by key, without
+                    # holding the whole result twice (docs/results/stored-vectors-read.md).
+                    keep = set(wanted)
+                    with conn.transaction(), conn.cursor(name="vectors", binary=True) as scan:
+                        scan.itersize = _EMBEDDINGS_CHUNK
+                        scan.execute(
+                            "SELECT doc_hash, vector FROM embeddings WHERE model=%s", (model,)
+                        )
+                        for doc_hash, blob in scan:
+                            if doc_hash in keep:
+                                found[doc_hash] = np.frombuffer(blob, dtype=np.float32).copy()
+                    return found
+            with conn.cursor(binary=True) as lookup:
+                for start in range(0, len(wanted), _EMBEDDINGS_CHUNK):
+                    lookup.execute(
+                        "SELECT doc_hash, vector FROM embeddings"
+                        " WHERE model=%s AND doc_hash = ANY(%s)",
+                        (model, wanted[start : start + _EMBEDDINGS_CHUNK]),
+                    )
+                    for doc_hash, blob in lookup.fetchall():
+                        found[str(doc_hash)] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
 
     def partition(self, model: str) -> tuple[NDArray[np.float32], int] | None:

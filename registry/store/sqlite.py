@@ -265,10 +265,11 @@ class SqliteStore:
             ).fetchone()
             if len(wanted) > _LOOKUPS and len(wanted) >= stored * _SCAN_SHARE:
                 # Most of the table (a start-up): one pass over the model's rows reads it
-                # faster than lookups (docs/results/startup-distinct-100k.md).
+                # faster than lookups (docs/results/startup-distinct-100k.md), in the
+                # table's own order: through the key's index each row is a seek.
                 keep = set(wanted)
                 scanned = self._db.execute(
-                    "SELECT doc_hash, vector FROM embeddings WHERE model=?", (model,)
+                    "SELECT doc_hash, vector FROM embeddings NOT INDEXED WHERE model=?", (model,)
                 )
                 for doc_hash, blob in scanned:
                     if doc_hash in keep:

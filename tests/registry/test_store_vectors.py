@@ -21,6 +21,19 @@ def test_most_of_the_stored_vectors_read_at_once_are_those_asked_for(store: Stor
             np.testing.assert_array_equal(got[key], stored[key])
 
 
+def test_a_read_of_most_of_a_large_table_returns_exactly_those_asked_for(store: Store) -> None:
+    # Past both backends' lookup chunks: the pass over the whole table (SQLite: 500, in the
+    # table's order; PostgreSQL: 5,000, through a server-side cursor).
+    stored = {f"h{i}": vector(i) for i in range(6_000)}
+    store.put_embeddings(MODEL, stored)
+    store.put_embeddings("model-b", {"h2": vector(9_000), "other": vector(9_001)})
+    wanted = [f"h{i}" for i in range(0, 6_000) if i % 7]
+    got = store.embeddings(MODEL, [*wanted, "other", "missing"])
+    assert sorted(got) == sorted(wanted)
+    for key in (wanted[0], wanted[2_500], wanted[-1]):
+        np.testing.assert_array_equal(got[key], stored[key])
+
+
 def test_partitions_are_kept_per_model(store: Store) -> None:
     centroids = np.arange(24, dtype=np.float32).reshape(3, 8)
     store.put_partition(MODEL, centroids, 1_000)
