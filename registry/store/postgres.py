@@ -30,6 +30,7 @@ from registry.store.base import (
     check_replaced,
     ivf_lists_of,
     ivf_lists_row,
+    reads_most,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
@@ -42,8 +43,6 @@ NOTIFY_CHANNEL = "capreg_generation"
 _LOCK_SPACE = 0x0CA9
 _MIGRATE = 1
 _EMBEDDINGS_CHUNK = 5_000
-# A read of at least this share of the stored vectors scans the table (see `embeddings`).
-_SCAN_SHARE = 0.5
 
 
 def is_postgres(location: str) -> bool:
@@ -240,7 +239,7 @@ class PostgresStore:
                     "SELECT count(*) FROM embeddings WHERE model=%s", (model,)
                 ).fetchone()
                 stored = int(str(row[0])) if row else 0
-                if len(wanted) >= stored * _SCAN_SHARE:
+                if reads_most(len(wanted), stored):
                     # Most of the table (a replica starting): one pass through a server-side
                     # cursor reads it three times faster than lookups by key, without
                     # holding the whole result twice (docs/results/stored-vectors-read.md).

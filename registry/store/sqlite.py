@@ -25,6 +25,7 @@ from registry.store.base import (
     check_replaced,
     ivf_lists_of,
     ivf_lists_row,
+    reads_most,
     stored_catalogs,
     tool_to_json,
     workflows_to_json,
@@ -42,10 +43,9 @@ _IVF_LISTS = """CREATE TABLE IF NOT EXISTS ivf_lists (
     doc_hashes TEXT NOT NULL,
     lists BLOB NOT NULL
 )"""
-# Vectors looked up per query; past that many wanted, and this share of the stored rows, the
-# model's rows are read in one pass instead (`SqliteStore.embeddings`).
+# Vectors looked up per query; past that many wanted, and most of the stored rows
+# (`reads_most`), the model's rows are read in one pass instead (`SqliteStore.embeddings`).
 _LOOKUPS = 500
-_SCAN_SHARE = 0.5
 # Each step takes a store from the version before it to its own.
 _MIGRATIONS = {
     # The digest of the file a catalog was last registered from: a restart recognises an
@@ -263,7 +263,7 @@ class SqliteStore:
             (stored,) = self._db.execute(
                 "SELECT coalesce(max(rowid), 0) FROM embeddings"
             ).fetchone()
-            if len(wanted) > _LOOKUPS and len(wanted) >= stored * _SCAN_SHARE:
+            if len(wanted) > _LOOKUPS and reads_most(len(wanted), stored):
                 # Most of the table (a start-up): one pass over the model's rows reads it
                 # faster than lookups (docs/results/startup-distinct-100k.md), in the
                 # table's own order: through the key's index each row is a seek.
