@@ -240,14 +240,14 @@ class StaleCatalog(CapregError):
         self.stored = stored
 
 
+# The share of a model's stored vectors past which a read passes over them (`reads_most`).
+SCAN_SHARE = 0.5
+
+
 def reads_most(wanted: int, stored: int) -> bool:
     """Whether a read of `wanted` vectors of the `stored` under a model (a start-up) should
     pass over the model's rows once instead of looking each up (both backends)."""
     return wanted >= stored * SCAN_SHARE
-
-
-# The share of a model's stored vectors past which `reads_most` says so.
-SCAN_SHARE = 0.5
 
 
 def ivf_lists_row(lists: Mapping[str, int]) -> tuple[str, bytes]:
