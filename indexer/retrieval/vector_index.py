@@ -32,7 +32,11 @@ from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 # 2.4 ms. bench.performance measures it at every size.
 PROBE_SHARE = 1 / 16
 MIN_PROBES = 64
-_ADD_PART = 65_536  # rows added to IVF lists per call (`VectorIndex._add`)
+# Rows added to IVF lists per call (`VectorIndex._add`). Over a float16 arena each part is
+# a float32 copy: at 8,192 rows (12 MB) the allocator hands the same memory back part after
+# part, where 65,536-row parts (100 MB) were mapped afresh each time, and their page faults
+# tripled the copies' cost (0.39 s of a 100,000-tool load; bench/startup_cost.py).
+_ADD_PART = 8_192
 # Candidates the IVF lists choose per result asked for: their 8-bit scores are rough, and the
 # rows' own vectors decide (recall@10 against exact search with twice as many: that of
 # float16 lists, docs/decisions/0080).
