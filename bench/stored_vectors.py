@@ -20,8 +20,7 @@ from typing import Any
 
 import psycopg
 
-from registry.store import open_store
-from registry.store.postgres import is_postgres
+from registry.store import is_postgres, open_store
 
 
 def stored_hashes(db: str) -> tuple[str, list[str]]:

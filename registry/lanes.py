@@ -15,9 +15,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from registry.errors import CallerGone, NotReady, Overloaded
@@ -32,8 +31,6 @@ T = TypeVar("T")
 # machine a cache hit (answered on the loop) is not kept waiting by model and ranking work;
 # decision 0039 compares 0, 5, 10 and 15.
 WORKER_NICENESS = 15
-# Where Linux lists a process's threads (one folder per native thread id).
-_TASKS = Path("/proc/self/task")
 
 
 def _yield_to_the_loop(native_id: int | None = None) -> None:
@@ -43,30 +40,39 @@ def _yield_to_the_loop(native_id: int | None = None) -> None:
         os.setpriority(os.PRIO_PROCESS, native_id or threading.get_native_id(), WORKER_NICENESS)
 
 
-def _native_threads() -> set[int]:
-    try:
-        return {int(entry.name) for entry in _TASKS.iterdir()}
-    except OSError:  # not Linux: nothing to lower
-        return set()
+class OpensBelowTheLoop:
+    """Runs each opening (a model's) on a thread of its own, lowered to WORKER_NICENESS before
+    it starts anything, while the caller goes on; `wait()` returns once every opening ended.
 
-
-@contextlib.contextmanager
-def started_threads_yield() -> Iterator[None]:
-    """Every thread started inside the block runs at WORKER_NICENESS from its end on.
-
-    For the threads a model library starts of its own (ONNX Runtime's intra-op pool when a
-    session opens, the tokenizer's pool at its first batch): they do the read lane's model
-    work, but started from the main thread they ran at the event loop's priority. Under read
-    load the intra-op thread, spinning between passes, took 43% of a core at nice 0 while
-    the nice-15 read threads waited for a core holding the GIL, and cache hits waited for the
-    GIL with them (decision 0074).
+    On Linux a new thread takes the nice value of the thread that creates it, so the threads
+    a model library starts while opening (ONNX Runtime's intra-op pool, the tokenizer's at its
+    first batch) run below the event loop, as the read lane's do. Started from the main
+    thread they ran at the loop's priority: under read load the intra-op thread, spinning
+    between passes, took 43% of a core at nice 0 while the nice-15 read threads waited for a
+    core holding the GIL, and cache hits waited for the GIL with them (decision 0074).
     """
-    before = _native_threads()
-    try:
-        yield
-    finally:
-        for native_id in sorted(_native_threads() - before):
-            _yield_to_the_loop(native_id)
+
+    def __init__(self) -> None:
+        self._openings: list[Future[Any]] = []
+
+    def __call__(self, opening: Callable[[], T]) -> Future[T]:
+        opened: Future[T] = Future()
+
+        def run() -> None:
+            _yield_to_the_loop()
+            try:
+                opened.set_result(opening())
+            except BaseException as exc:  # handed to whoever waits: nothing else sees it
+                opened.set_exception(exc)
+
+        threading.Thread(target=run, name="capreg-open", daemon=True).start()
+        self._openings.append(opened)
+        return opened
+
+    def wait(self) -> None:
+        """Returns once every opening has ended; raises the first one's error."""
+        for opened in self._openings:
+            opened.result()
 
 
 class Lanes:

@@ -14,8 +14,7 @@ from capreg.cli.errors import CommandError
 from registry.auth import keys as key_file
 from registry.auth import shared_keys
 from registry.auth.keys import KeyFileError, PrincipalInfo, Revocation
-from registry.store import PostgresStore, StoreError
-from registry.store.postgres import is_postgres
+from registry.store import PostgresStore, StoreError, is_postgres
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from registry.config import (
     ServerConfig,
 )
 from registry.rpc.server import ServeFailed, run_server
-from registry.store.postgres import is_postgres
+from registry.store import is_postgres
 from registry.telemetry import METRICS_SCOPE
 from registry.wire import DEFAULT_LISTEN, is_loopback
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from indexer.embedding.protocol import Embedder, SpanEmbedder
+from indexer.embedding.protocol import Embedder, Opener, SpanEmbedder, at_once
 
-__all__ = ["BACKENDS", "Embedder", "EmbedderBackend", "SpanEmbedder", "load_embedder"]
+__all__ = ["BACKENDS", "Embedder", "EmbedderBackend", "Opener", "SpanEmbedder", "load_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ def load_embedder(
     backend: EmbedderBackend = EmbedderBackend.ONNX,
     *,
     cache_dir: Path | None = None,
+    opens: Opener[Any] | None = None,
 ) -> Embedder:
     """The model in `model_path` (default: the packaged MiniLM) on the chosen backend.
 
@@ -41,6 +43,10 @@ def load_embedder(
     vectors differ slightly). Both ONNX backends fall back to "torch", with a warning, when
     the folder's pipeline has modules they do not reproduce or the export cannot be written.
     `cache_dir` holds the ONNX exports (default: ~/.cache/capreg).
+
+    `opens` (default: at once, on the calling thread) runs the model's opening and its first
+    pass. The ONNX backends return at once with their session opening through it, and their
+    first encode waits for it; sentence-transformers opens through it and is waited for.
     """
     if backend not in BACKENDS:
         raise ValueError(f"embedder backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -49,10 +55,22 @@ def load_embedder(
 
         try:
             return OnnxEmbedder(
-                model_path, cache_dir=cache_dir, int8=backend == EmbedderBackend.ONNX_INT8
+                model_path,
+                cache_dir=cache_dir,
+                int8=backend == EmbedderBackend.ONNX_INT8,
+                opens=opens or at_once,
             )
         except (UnsupportedModel, ExportFailed, OSError) as exc:
             logger.warning("ONNX backend unavailable (%s); using sentence-transformers", exc)
     from indexer.embedding.torch import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(model_path)
+    if opens is None:
+        return SentenceTransformerEmbedder(model_path)
+
+    def opened() -> Embedder:
+        embedder = SentenceTransformerEmbedder(model_path)
+        embedder.encode(["start the model's thread pools"])
+        return embedder
+
+    embedder: Embedder = opens(opened).result()
+    return embedder

@@ -24,8 +24,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.embedding.model_files import default_cache_dir, default_model_path, model_fingerprint
+from indexer.embedding.protocol import Opener, at_once
 
 if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
     from tokenizers import Encoding
 
 logger = logging.getLogger(__name__)
@@ -159,6 +161,11 @@ class OnnxEmbedder:
     arriving while the first was busy held another copy of the weights (about 90 MB) and
     served no more requests per second than concurrent runs of the one session
     (docs/decisions/0078-one-onnx-session-and-lexical-work-bounded-at-size.md).
+
+    Its identity (model id, dimension, tokenizer) is read at once; the session opens through
+    `opens`, by default on the calling thread. Given another opener, the session opens
+    elsewhere while the caller goes on, and the first encode waits for it: a server reads its
+    store meanwhile (docs/decisions/0089-the-model-opens-while-the-store-is-read.md).
     """
 
     def __init__(
@@ -168,8 +175,8 @@ class OnnxEmbedder:
         cache_dir: Path | None = None,
         threads: int = 0,
         int8: bool = False,
+        opens: Opener[InferenceSession] = at_once,
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         path = model_path or default_model_path(cache_dir)
@@ -189,22 +196,31 @@ class OnnxEmbedder:
                 quantize_onnx(onnx_file, quantized)
             onnx_file = quantized
 
-        def session(threads: int) -> ort.InferenceSession:
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            return ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
-
-        self._session = session(threads or (os.cpu_count() or 1))
-        self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(self._pipeline.max_tokens)
         self._tokenizer.no_padding()
         self._dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
+        self._inputs: frozenset[str] = frozenset()
+        cores = threads or (os.cpu_count() or 1)
+        self._session = opens(lambda: self._open(onnx_file, cores))
+
+    def _open(self, onnx_file: Path, threads: int) -> InferenceSession:
+        """The session, run once: the tokenizer's thread pool starts at its first batch and
+        ONNX Runtime's with the session, both here, on the opening thread (whose scheduling
+        priority the threads it starts inherit on Linux)."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        self._inputs = frozenset(i.name for i in session.get_inputs())
+        self._forward(session, self._tokenizer.encode_batch(["open the model's thread pools"]))
         logger.info(
             "loaded embedding model %s (ONNX, %d dimensions)", self._model_id, self._dimension
         )
+        return session
 
     @property
     def model_id(self) -> str:
@@ -218,6 +234,7 @@ class OnnxEmbedder:
         result = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return result
+        session = self._session.result()
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         batches = range(0, len(order), BATCH_SIZE)
@@ -227,7 +244,7 @@ class OnnxEmbedder:
             batches = tqdm(batches, desc="embedding", unit="batch")
         for start in batches:
             rows = order[start : start + BATCH_SIZE]
-            result[rows] = self._forward([encodings[i] for i in rows])
+            result[rows] = self._forward(session, [encodings[i] for i in rows])
         return result
 
     def encode_spans(
@@ -239,8 +256,9 @@ class OnnxEmbedder:
         request's clauses cost no extra model work. A span with no token inside the model's
         window gets None (the caller encodes it on its own).
         """
+        session = self._session.result()
         encoding = self._tokenizer.encode(text)
-        hidden = self._hidden([encoding])[0]
+        hidden = self._hidden(session, [encoding])[0]
         whole = self._pool(hidden[None, :, :], np.ones((1, len(hidden)), dtype=np.int64))[0]
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
         special = np.asarray(encoding.special_tokens_mask, dtype=bool)
@@ -255,13 +273,15 @@ class OnnxEmbedder:
             result.append((pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32))
         return result
 
-    def _hidden(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
+    def _hidden(
+        self, session: InferenceSession, encodings: Sequence[Encoding]
+    ) -> NDArray[np.float32]:
         """Last hidden states, batch x tokens x dimension (rows padded to the longest)."""
         ids, mask = self._pad(encodings)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        return np.asarray(session.run(None, feeds)[0], dtype=np.float32)
 
     @staticmethod
     def _pad(encodings: Sequence[Encoding]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -282,6 +302,8 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
 
-    def _forward(self, encodings: Sequence[Encoding]) -> NDArray[np.float32]:
+    def _forward(
+        self, session: InferenceSession, encodings: Sequence[Encoding]
+    ) -> NDArray[np.float32]:
         _, mask = self._pad(encodings)
-        return self._pool(self._hidden(encodings), mask)
+        return self._pool(self._hidden(session, encodings), mask)

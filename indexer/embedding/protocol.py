@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
+
+T = TypeVar("T")
+# Runs the opening of a model (a callable) and returns its future: on the calling thread
+# (`at_once`), or on another while the caller goes on (a server reads its store meanwhile).
+Opener = Callable[[Callable[[], T]], Future[T]]
+
+
+def at_once(opening: Callable[[], T]) -> Future[T]:
+    """Opens on the calling thread, raising what the opening raises."""
+    opened: Future[T] = Future()
+    opened.set_result(opening())
+    return opened
 
 
 class Embedder(Protocol):

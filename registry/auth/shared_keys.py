@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from registry.auth.keys import (
     KeyFileError,
@@ -25,7 +26,9 @@ from registry.auth.keys import (
     without,
 )
 from registry.auth.scopes import Principal
-from registry.store.postgres import PostgresStore
+
+if TYPE_CHECKING:
+    from registry.store.postgres import PostgresStore
 
 logger = logging.getLogger(__name__)
 

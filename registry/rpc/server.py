@@ -32,12 +32,12 @@ from registry.http.app import create_app
 from registry.http.listener import CannotListen, HttpListener, bind
 from registry.ingest.catalog_dir import SyncProgress, sync_folder
 from registry.ingest.watch import FolderWatcher
-from registry.lanes import Lanes, started_threads_yield
+from registry.lanes import Lanes, OpensBelowTheLoop
 from registry.limits import Admission, Admit
 from registry.proto import registry_pb2, registry_pb2_grpc
 from registry.rpc.interceptors import KeyedReflection
 from registry.rpc.servicer import CapabilityRegistryServicer
-from registry.store import PostgresStore, SharedStore, StoreError, open_store
+from registry.store import SharedStore, StoreError, is_postgres, open_store
 from registry.telemetry import Observed, ServiceMetrics
 from registry.wire import MAX_MESSAGE_BYTES, is_loopback, listen_host
 
@@ -177,14 +177,14 @@ def settle_long_lived_objects() -> None:
     gc.freeze()
 
 
-def load_serving_embedder(config: ServerConfig) -> Embedder:
-    """The model `config` names, with the threads its libraries start running below the
-    event loop, as the read lane's do: a first encode starts the pools that are started
-    lazily (the tokenizer's, torch's), so that they are lowered too."""
-    with started_threads_yield():
-        embedder = load_embedder(config.model_path, config.embedder, cache_dir=config.model_cache)
-        embedder.encode(["start the model's thread pools"])
-    return embedder
+def load_serving_embedder(config: ServerConfig, opener: OpensBelowTheLoop) -> Embedder:
+    """The model `config` names, opening on a thread below the event loop (`opener`): the
+    threads its libraries start run below the loop, as the read lane's do. The ONNX backends
+    return at once, their session on the way while the store is read (their first encode
+    waits for it); `opener.wait()` says when it is open."""
+    return load_embedder(
+        config.model_path, config.embedder, cache_dir=config.model_cache, opens=opener
+    )
 
 
 class ServeFailed(CapregError):
@@ -209,8 +209,11 @@ async def run_server(config: ServerConfig) -> bool:
     try:
         if config.keys_file:
             keys = KeyStore.load(config.keys_file)
-        elif isinstance(store, PostgresStore):
+        elif isinstance(config.db, str) and is_postgres(config.db):
             # Replicas share their keys through the store: none stored, nobody gets in.
+            from registry.store.postgres import PostgresStore
+
+            assert isinstance(store, PostgresStore)
             keys = SharedKeys(store)
         else:
             keys = None
@@ -218,7 +221,8 @@ async def run_server(config: ServerConfig) -> bool:
         store.close()
         raise ServeFailed(f"cannot use keys file: {exc}") from exc
     one_thread_per_search()
-    embedder = load_serving_embedder(config)
+    opener = OpensBelowTheLoop()
+    embedder = load_serving_embedder(config, opener)
     registry = Registry(
         store,
         embedder,
@@ -277,6 +281,10 @@ async def run_server(config: ServerConfig) -> bool:
     if config.catalogs_dir and not config.serve_stale:
         registry.reader.hold(progress.describe)
     await asyncio.to_thread(registry.load)
+    try:
+        await asyncio.to_thread(opener.wait)
+    except Exception as exc:
+        raise ServeFailed(f"cannot open the embedding model: {exc}") from exc
     follower = None
     if isinstance(store, SharedStore):
         follower = Follower(store, registry.writer, config.follow_interval)

@@ -38,6 +38,11 @@ from registry.store.tool_texts import (
 __all__ = ["StoredToolText", "ToolChanged", "tool_from_json"]
 
 
+def is_postgres(location: str) -> bool:
+    """Whether a store location is a PostgreSQL DSN (otherwise it is a SQLite file)."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
 class StoreError(CapregError):
     """The database cannot be used (wrong schema version, unreadable file)."""
 

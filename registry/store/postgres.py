@@ -45,10 +45,6 @@ _MIGRATE = 1
 _EMBEDDINGS_CHUNK = 5_000
 
 
-def is_postgres(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
-
-
 def describe(dsn: str) -> str:
     """The DSN without its password (for logs)."""
     parts = conninfo_to_dict(dsn)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from registry.config import ServerConfig, default_read_workers
 from registry.core import Registry
 from registry.errors import CallerGone
-from registry.lanes import WORKER_NICENESS, Lanes, started_threads_yield
+from registry.lanes import WORKER_NICENESS, Lanes, OpensBelowTheLoop
 from registry.proto import registry_pb2 as pb
 from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.rpc.server import load_serving_embedder
@@ -217,23 +217,43 @@ def _native_threads() -> set[int]:
 
 
 @per_thread_niceness
-def test_threads_started_inside_the_block_run_below_the_event_loop() -> None:
+def test_threads_an_opening_starts_run_below_the_event_loop() -> None:
     release = threading.Event()
-    before = threading.Thread(target=release.wait)
-    before.start()
-    with started_threads_yield():
+    opener = OpensBelowTheLoop()
+
+    def opening() -> threading.Thread:
         inside = threading.Thread(target=release.wait)
         inside.start()
+        return inside
+
+    opened = opener(opening)
+    opener.wait()
+    inside = opened.result()
+    beside = threading.Thread(target=release.wait)
+    beside.start()
     try:
         assert inside.native_id is not None
-        assert before.native_id is not None
+        assert beside.native_id is not None
         # At least WORKER_NICENESS: a suite run under `nice 19` cannot be raised to it.
         assert _niceness(inside.native_id) >= WORKER_NICENESS
-        assert _niceness(before.native_id) == _niceness(threading.get_native_id())
+        assert _niceness(beside.native_id) == _niceness(threading.get_native_id())
     finally:
         release.set()
-        before.join()
+        beside.join()
         inside.join()
+
+
+def test_an_opening_that_fails_raises_where_it_is_waited_for() -> None:
+    opener = OpensBelowTheLoop()
+    opened = opener(lambda: 1)
+
+    def broken() -> int:
+        raise OSError("no model in /nowhere")
+
+    opener(broken)
+    with pytest.raises(OSError, match="/nowhere"):
+        opener.wait()
+    assert opened.result() == 1
 
 
 @per_thread_niceness
@@ -241,8 +261,10 @@ def test_threads_started_inside_the_block_run_below_the_event_loop() -> None:
 def test_the_threads_the_model_starts_run_below_the_event_loop() -> None:
     # ONNX Runtime's intra-op thread did the read lane's model work at the loop's priority.
     before = _native_threads()
+    opener = OpensBelowTheLoop()
     # Held: the session's threads end with it.
-    embedder = load_serving_embedder(ServerConfig())
+    embedder = load_serving_embedder(ServerConfig(), opener)
+    opener.wait()
     started = _native_threads() - before
     assert started, "the serving model starts threads of its own"
     assert {t: _niceness(t) for t in started if _niceness(t) < WORKER_NICENESS} == {}

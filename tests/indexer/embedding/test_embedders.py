@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,3 +158,44 @@ def test_the_int8_variant_is_its_own_model_close_to_float32(model: Embedder) -> 
     assert quantized.model_id == f"{model.model_id}+int8"
     similarity = (quantized.encode(TEXTS[:4]) * model.encode(TEXTS[:4])).sum(axis=1)
     assert similarity.min() > 0.97
+
+
+def test_a_model_opening_elsewhere_is_known_at_once_and_encodes_once_open(
+    model: Embedder,
+) -> None:
+    # A server reads its store while the session opens: the store needs the model's identity,
+    # and nothing may be encoded before the session is there.
+    release = threading.Event()
+
+    def held_opener(opening: Callable[[], Any]) -> Future[Any]:
+        opened: Future[Any] = Future()
+
+        def run() -> None:
+            release.wait()
+            opened.set_result(opening())
+
+        threading.Thread(target=run).start()
+        return opened
+
+    embedder = OnnxEmbedder(opens=held_opener)
+    assert (embedder.model_id, embedder.dimension) == (model.model_id, model.dimension)
+    vectors: list[np.ndarray] = []
+    caller = threading.Thread(target=lambda: vectors.append(embedder.encode(TEXTS[:2])))
+    caller.start()
+    caller.join(timeout=0.5)
+    assert caller.is_alive(), "an encode waits for the session to open"
+    release.set()
+    caller.join()
+    np.testing.assert_allclose(vectors[0], model.encode(TEXTS[:2]), atol=1e-6)
+
+
+def test_a_model_that_cannot_open_elsewhere_says_so_when_used() -> None:
+    embedder = OnnxEmbedder(opens=lambda _opening: _failed())
+    with pytest.raises(OSError, match="cannot map"):
+        embedder.encode(["anything"])
+
+
+def _failed() -> Future[Any]:
+    opened: Future[Any] = Future()
+    opened.set_exception(OSError("cannot map the model file"))
+    return opened
