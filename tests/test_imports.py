@@ -52,15 +52,20 @@ def test_the_serving_process_loads_no_evaluation_or_training_code() -> None:
     assert {m for m in loaded if within(m, *OFFLINE, "mcp_bridge")} == set()
 
 
-def test_a_node_serving_sqlite_loads_no_postgresql_client() -> None:
-    # psycopg and its pool were 0.07 s of every start-up's imports.
+def test_a_node_serving_sqlite_loads_neither_the_postgresql_client_nor_the_schema_checker() -> None:
+    # psycopg and its pool were 0.07 s of every start-up's imports, jsonschema another 0.07 s
+    # (a restart over a store checks no schema).
     loaded = loaded_after(
         "import capreg.cli.serve\n" + "\n".join(f"import {module}" for module in SERVING)
     )
-    assert {
-        m for m in loaded if within(m, "psycopg", "psycopg_pool", "registry.store.postgres")
-    } == set()
+    deferred = ("psycopg", "psycopg_pool", "registry.store.postgres", "jsonschema")
+    assert {m for m in loaded if within(m, *deferred)} == set()
     assert "registry.store.postgres" in loaded_after("from registry.store import PostgresStore")
+    assert "jsonschema" in loaded_after(
+        "from indexer.formats import parse_catalog\n"
+        'parse_catalog(\'{"tools": [{"name": "a", "description": "b", '
+        '"input_schema": {"type": "object"}}]}\', name=\'c\')'
+    )
 
 
 @pytest.mark.parametrize("subcommand", ["search", "schema", "catalogs", "register", "delete"])
