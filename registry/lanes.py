@@ -33,11 +33,11 @@ T = TypeVar("T")
 WORKER_NICENESS = 15
 
 
-def _yield_to_the_loop(native_id: int | None = None) -> None:
-    """Lowers one thread (by default the calling one) to WORKER_NICENESS; on Linux a nice
-    value is a thread's own."""
+def _yield_to_the_loop() -> None:
+    """Lowers the calling thread to WORKER_NICENESS; on Linux a nice value is a thread's own,
+    and the threads it starts take it."""
     with contextlib.suppress(OSError, AttributeError):  # not Linux, or not permitted
-        os.setpriority(os.PRIO_PROCESS, native_id or threading.get_native_id(), WORKER_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
 
 
 class OpensBelowTheLoop:
