@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.retrieval.array_bm25 import ArrayBM25
+from indexer.retrieval.centroids import FIXED_POINT, CentroidArena, Centroids, fixed_mean
 from indexer.retrieval.literal import Literals, Spelled
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.vector_index import Partition, VectorIndex
@@ -54,7 +55,7 @@ class Assembly:
     catalogs: dict[str, int]
     catalog_codes: NDArray[np.int32]
     # Unit centroid per catalog code.
-    centroids: NDArray[np.float32]
+    centroids: Centroids
     spliced: bool
     # What a splice reads of the previous snapshot: each row's slot and BM25 length, each
     # segment's sort key, the vectors' sum (fixed point) and the arena's element type then.
@@ -115,12 +116,14 @@ def _whole(
     sizes = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered))
     bounds = _bounds(sizes)
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
-    sums = _Sums.of(space.vectors, slots, bounds)
+    # The centroids are written straight into an arena with room for later changes' rows.
+    arena = CentroidArena(len(ordered), space.dimension)
+    sums = _Sums.of(space.vectors, slots, bounds, out=arena.data[: len(ordered)])
     total = int(bounds[-1])
     keys = list(chain.from_iterable(s.keys for s in ordered))
     store = space.vectors
     vectors = VectorIndex(
-        store, slots=slots, partition=partition, keys=keys, mean=_mean(sums.fixed, total)
+        store, slots=slots, partition=partition, keys=keys, mean=fixed_mean(sums.fixed, total)
     )
     lengths = _stack([s.postings.lengths for s in ordered], (0,), np.int64)
     return Assembly(
@@ -134,7 +137,7 @@ def _whole(
         scope_codes=_stack([s.scope_codes for s in ordered], (0,), np.int32),
         catalogs=_codes(ordered),
         catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), sizes),
-        centroids=sums.centroids,
+        centroids=Centroids.first(arena),
         spliced=False,
         slots=slots,
         lengths=lengths,
@@ -156,6 +159,8 @@ class _Plan:
 
     pieces: tuple[Piece, ...]
     gone: tuple[Segment, ...]
+    # The previous snapshot's codes of `gone`.
+    gone_codes: tuple[int, ...]
     added: tuple[Segment, ...]
     total: int
     changed: int
@@ -206,7 +211,9 @@ class _Plan:
         gone = tuple(previous.segments[code] for code in gone_codes)
         new_rows, gone_rows = sum(map(len, added)), sum(map(len, gone))
         total = len(previous.entries) + new_rows - gone_rows
-        return cls(tuple(pieces), gone, tuple(added), total, new_rows + gone_rows)
+        return cls(
+            tuple(pieces), gone, tuple(gone_codes), tuple(added), total, new_rows + gone_rows
+        )
 
 
 def _spliced(
@@ -236,7 +243,8 @@ def _spliced(
     sort_keys: list[Sequence[str]] = []
     new_rows, added_postings = [], []
     entries: list[Sequence[IndexedTool]] = []
-    slot_parts, code_parts, centroid_parts = [], [], []
+    slot_parts, code_parts = [], []
+    centroid_parts: list[tuple[int, int] | NDArray[np.float32]] = []
     length_parts: list[NDArray[np.signedinteger[Any]]] = []
     for piece, start in zip(plan.pieces, starts.tolist(), strict=True):
         if isinstance(piece, Segment):
@@ -257,7 +265,7 @@ def _spliced(
             slot_parts.append(previous.slots[first:last])
             length_parts.append(previous.lengths[first:last])
             code_parts.append(previous.scope_codes[first:last])
-            centroid_parts.append(previous.centroids[piece[0] : piece[1]])
+            centroid_parts.append(piece)
             sort_keys.append(previous.sort_keys[piece[0] : piece[1]])
     slots = _stack(slot_parts, (0,), np.int64)
     lengths = _stack(length_parts, (0,), np.int64)
@@ -270,7 +278,7 @@ def _spliced(
         slots=slots,
         removed=_stack([s.slots for s in plan.gone], (0,), np.int64),
         added=_stack(new_rows, (0,), np.int64),
-        mean=_mean(fixed, plan.total),
+        mean=fixed_mean(fixed, plan.total),
     )
     return Assembly(
         segments=ordered,
@@ -283,7 +291,7 @@ def _spliced(
         scope_codes=_stack(code_parts, (0,), np.int32),
         catalogs=previous.catalogs if plan.in_place else _codes(ordered),
         catalog_codes=np.repeat(np.arange(len(ordered), dtype=np.int32), size),
-        centroids=_stack(centroid_parts, (0, space.dimension), np.float32),
+        centroids=previous.centroids.spliced(centroid_parts, plan.gone_codes),
         spliced=True,
         slots=slots,
         lengths=lengths,
@@ -293,10 +301,6 @@ def _spliced(
     )
 
 
-# Vector sums are kept as integers of 2**-32: a snapshot's sum is the same integer whether it
-# was added up catalog by catalog or patched from the previous snapshot's (floats added in
-# another order round differently), so a spliced snapshot scores exactly like a whole one.
-FIXED_POINT = 2.0**32
 # Rows gathered and cast to float64 at once to sum segments: a copy that stays in the cache's
 # reach (65,536 rows were 200 MB of float64 and 0.35 s more of a start-up at 100,000 tools;
 # the sums are the same floats at any size, a segment is never split).
@@ -320,12 +324,17 @@ class _Sums:
 
     @classmethod
     def of(
-        cls, store: NDArray[np.floating[Any]], slots: NDArray[np.int64], bounds: NDArray[np.int64]
+        cls,
+        store: NDArray[np.floating[Any]],
+        slots: NDArray[np.int64],
+        bounds: NDArray[np.int64],
+        out: NDArray[np.float32] | None = None,
     ) -> _Sums:
-        """The segments whose rows are `slots[bounds[i]:bounds[i + 1]]` (none empty)."""
+        """The segments whose rows are `slots[bounds[i]:bounds[i + 1]]` (none empty); their
+        centroids written to `out` when given (zeros, one row a segment)."""
         dimension = int(store.shape[1])
         many = int(bounds[-1] - bounds[0]) >= _SPARSE_FROM
-        centroids = np.zeros((len(bounds) - 1, dimension), dtype=np.float32)
+        centroids = np.zeros((len(bounds) - 1, dimension), dtype=np.float32) if out is None else out
         fixed = np.zeros(dimension, dtype=np.int64)
         first = 0
         while first < len(bounds) - 1:
@@ -368,10 +377,6 @@ def _bounds(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
 
 def _codes(ordered: Sequence[Segment]) -> dict[str, int]:
     return {s.name: code for code, s in enumerate(ordered)}
-
-
-def _mean(fixed: NDArray[np.int64], total: int) -> NDArray[np.float64]:
-    return fixed.astype(np.float64) / FIXED_POINT / max(total, 1)
 
 
 class _Keys(Sequence[str]):

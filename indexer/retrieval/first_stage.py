@@ -170,6 +170,6 @@ def _catalog_scores(
         spreads = [spread_from_moments(q, *moments, scaling) for q in queries]
         scaled = [spread.scaled(similarity[i], scaling) for i, spread in enumerate(spreads)]
     else:
-        everything = queries @ index.centroids.T
+        everything = queries @ index.centroids.all.T
         scaled = [scale_exact(row, codes, scaling) for row in everything]
     return np.vstack(scaled)[:, inverse]

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.assembly import Assembly, assemble
+from indexer.retrieval.centroids import Centroids
 from indexer.retrieval.lexical import LexicalIndex, protocol_tool_text
 from indexer.retrieval.literal import Named
 from indexer.retrieval.scaling import Scaling
@@ -108,9 +109,7 @@ class ToolIndex:
         self._centroids = parts.centroids
         # Catalog centroids' mean (and, for "z" only, second moment): the IVF path scales
         # catalog scores over every catalog without scoring them all.
-        self._centroid_mean = self._centroids.sum(axis=0, dtype=np.float64) / max(
-            len(self._centroids), 1
-        )
+        self._centroid_mean = self._centroids.mean
         self._centroid_gram: NDArray[np.float64] | None = None
         self._views: dict[bytes, View] = {}
         self._masks: dict[Visibility, NDArray[np.bool_]] = {}
@@ -161,7 +160,7 @@ class ToolIndex:
         return int(self._catalog_starts[code]), int(self._catalog_ends[code])
 
     @property
-    def centroids(self) -> NDArray[np.float32]:
+    def centroids(self) -> Centroids:
         """Each catalog's unit centroid: the direction of "what this server is about"."""
         return self._centroids
 
@@ -172,7 +171,7 @@ class ToolIndex:
             return self._centroid_mean, self._centroid_mean[None, :]
         with self._views_lock:
             if self._centroid_gram is None:
-                wide = self._centroids.astype(np.float64)
+                wide = self._centroids.all.astype(np.float64)
                 self._centroid_gram = wide.T @ wide / max(len(wide), 1)
             return self._centroid_mean, self._centroid_gram
 

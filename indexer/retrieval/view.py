@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.retrieval.centroids import CentroidArena, Centroids
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
 # The vectors of some rows (a snapshot reads them through its vector index).
@@ -35,7 +35,7 @@ class View:
     # Catalog codes holding at least one visible row (sorted), and per catalog code the
     # centroid of its visible rows (a catalog the caller sees in part is judged by that part).
     catalog_codes: NDArray[np.int64]
-    centroids: NDArray[np.floating[Any]]
+    centroids: Centroids
     # The visible rows' mean vector (for the IVF path's mean without scoring every row).
     mean: NDArray[np.float64]
     _gram: list[NDArray[np.float64]] = field(default_factory=list, repr=False)
@@ -60,14 +60,16 @@ def build_view(
     catalog_codes: NDArray[np.int32],
     catalog_starts: NDArray[np.int64],
     catalog_ends: NDArray[np.int64],
-    centroids: NDArray[np.floating[Any]],
+    centroids: Centroids,
 ) -> View:
     rows = np.flatnonzero(mask).astype(np.int64)
     full = bool(mask.all())
     visible_codes = np.unique(catalog_codes[rows]).astype(np.int64)
     view_centroids = centroids
     if not full:
-        view_centroids = centroids.copy()
+        arena = CentroidArena(len(centroids), centroids.dimension)
+        partial = arena.data[: len(centroids)]
+        partial[...] = centroids.all
         for code in visible_codes.tolist():
             start, end = int(catalog_starts[code]), int(catalog_ends[code])
             part = mask[start:end]
@@ -75,9 +77,10 @@ def build_view(
                 continue  # wholly visible: the snapshot's centroid, bit for bit
             total = vectors(np.arange(start, end)[part]).sum(axis=0)
             norm = float(np.linalg.norm(total))
-            view_centroids[code] = total / (norm if norm else 1.0)
+            partial[code] = total / (norm if norm else 1.0)
+        view_centroids = Centroids.first(arena)
     if full or not len(rows):
-        mean = np.zeros(centroids.shape[1])  # the full view uses the index's own moments
+        mean = np.zeros(centroids.dimension)  # the full view uses the index's own moments
     else:
         mean = vectors(rows).astype(np.float64).mean(axis=0)
     return View(

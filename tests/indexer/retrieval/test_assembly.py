@@ -98,6 +98,8 @@ def test_a_spliced_snapshot_ranks_exactly_like_one_built_from_scratch(
         )
         scratch = ToolIndex(list(live.values()), generation, space=space, partition=partition)
         assert [e.id for e in index.entries] == [e.id for e in scratch.entries]
+        assert np.array_equal(index.centroids.all, scratch.centroids.all)
+        assert np.array_equal(index.centroids.fixed, scratch.centroids.fixed)
         for visible in (everything, only_a):
             assert answers(index, visible, scaling) == answers(scratch, visible, scaling)
 
