@@ -200,7 +200,7 @@ def make_serve(folder: Path, env: dict[str, str], grpc: str, http: str) -> Itera
             command, cwd=folder, env=env, stdout=sink, stderr=sink, start_new_session=True
         )
         try:
-            wait_serving(grpc, process, seconds=STARTUP_SECONDS)
+            wait_serving(grpc, process, seconds=STARTUP_SECONDS, log=log)
             yield log
         finally:
             # make and the server it started share a process group of their own.

@@ -25,7 +25,7 @@ from registry.proto import registry_pb2_grpc as pb_grpc
 from registry.store import PostgresStore, ToolChanged
 from registry.store.tool_texts import PARSED
 from tests.conftest import DATA, CountingEmbedder
-from tests.support.server_process import free_port, wait_serving
+from tests.support.server_process import wait_serving_logged
 
 # Every replica is a `capreg serve` process, which loads the model.
 pytestmark = pytest.mark.model
@@ -129,15 +129,14 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
     store.close()
     try:
         for index in range(3):
-            address = f"127.0.0.1:{free_port()}"
             log = (tmp_path / f"replica-{index}.log").open("w")
             logs.append(log)
             command = [sys.executable, "-m", "capreg.cli", "serve", "--db", postgres_dsn]
-            command += ["--listen", address, "--follow-interval", "0.5"]
+            command += ["--listen", "127.0.0.1:0", "--follow-interval", "0.5"]
             processes.append(subprocess.Popen(command, stdout=log, stderr=log))
+        for index, process in enumerate(processes):
+            address = wait_serving_logged(process, tmp_path / f"replica-{index}.log", 180)
             addresses.append(address)
-        for address, process in zip(addresses, processes, strict=True):
-            wait_serving(address, process, seconds=180)
             PROCESSES[address] = process
         yield addresses
     finally:

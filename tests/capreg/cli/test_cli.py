@@ -48,7 +48,7 @@ def served(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             [*CAPREG, *command, "--keys", str(keys)], stdout=sink, stderr=sink, text=True
         )
         try:
-            wait_serving(address, process, seconds=120)
+            wait_serving(address, process, seconds=120, log=log)
             yield Served(address, log, keys, admin.stdout.strip())
         finally:
             process.send_signal(signal.SIGTERM)

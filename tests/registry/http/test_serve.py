@@ -72,7 +72,7 @@ def test_one_process_serves_grpc_and_http_and_stops_both_on_sigterm(
     with log.open("w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=sink)
         try:
-            wait_serving(grpc_address, process, seconds=120)
+            wait_serving(grpc_address, process, seconds=120, log=log)
             headers = {"authorization": f"Bearer {key}"}
             with httpx2.Client(base_url=http_url, headers=headers, timeout=30.0) as http:
                 ready = http.get("/readyz")
@@ -136,7 +136,7 @@ def test_serve_believes_forwarded_addresses_from_the_proxies_it_is_told_of(
     with log.open("w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=sink)
         try:
-            wait_serving(grpc_address, process, seconds=120)
+            wait_serving(grpc_address, process, seconds=120, log=log)
             forged = {"authorization": "Bearer ck_nobody.wrong", "x-forwarded-for": "203.0.113.9"}
             refused = httpx2.get(f"{http_url}/v1/catalogs", headers=forged, timeout=30.0)
         finally:

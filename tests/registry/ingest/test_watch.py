@@ -157,7 +157,7 @@ def test_serve_watch_registers_and_deletes_files_without_a_restart(tmp_path: Pat
     with log.open("w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=sink, text=True)
     try:
-        wait_serving(address, process, seconds=120)
+        wait_serving(address, process, seconds=120, log=log)
         with grpc.insecure_channel(address) as channel:
             stub = pb_grpc.CapabilityRegistryStub(channel)
 
