@@ -35,6 +35,9 @@ Scalar = TypeVar("Scalar", bound=np.generic)
 _SCANNED_CHANGES = 64
 # Files the name lookups of whole builds, one at a time, off the builder's thread.
 _FILING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capreg-literals")
+# A whole build joins the BM25 postings here while its own thread fills the vector index:
+# both are mostly array work that lets go of the interpreter, so on two cores they overlap.
+_JOINING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="capreg-bm25-join")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -117,6 +120,7 @@ def _whole(
     bounds = _bounds(sizes)
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
     # The centroids are written straight into an arena with room for later changes' rows.
+    bm25 = _JOINING.submit(ArrayBM25.joined, space.vocabulary, [s.postings for s in ordered])
     arena = CentroidArena(len(ordered), space.dimension)
     sums = _Sums.of(space.vectors, slots, bounds, out=arena.data[: len(ordered)])
     total = int(bounds[-1])
@@ -131,7 +135,7 @@ def _whole(
         bounds=bounds,
         entries=tuple(chain.from_iterable(s.entries for s in ordered)),
         vectors=vectors,
-        bm25=ArrayBM25.joined(space.vocabulary, [s.postings for s in ordered]),
+        bm25=bm25.result(),
         filing=_FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered]),
         scope_sets=space.scope_sets,
         scope_codes=_stack([s.scope_codes for s in ordered], (0,), np.int32),
