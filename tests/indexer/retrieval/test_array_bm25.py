@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.retrieval.array_bm25 import ArrayBM25
+from indexer.retrieval.array_bm25 import ArrayBM25, by_term
 from indexer.retrieval.document import document_text
 from indexer.retrieval.lexical import LexicalIndex, Postings, Tokenised, words
 from indexer.retrieval.lexical_terms import idf_coverage
@@ -151,3 +151,17 @@ def test_packed_postings_give_each_row_its_documents_term_counts(
     for document, row in zip(documents, rows, strict=True):
         assert found[row] == Counter(words(document))
         assert postings.lengths[row] == len(words(document))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 4) | st.integers(0, 70_000), max_size=300),
+    st.sampled_from([1 << 16, 70_001]),
+)
+def test_postings_are_ordered_by_term_stably_whatever_the_vocabulary_size(
+    terms: list[int], vocabulary_size: int
+) -> None:
+    """The 16-bit radix path and the general one give the stable order by term."""
+    ids = np.asarray([t % vocabulary_size for t in terms], dtype=np.int32)
+    order = by_term(ids, vocabulary_size)
+    assert order.tolist() == sorted(range(len(ids)), key=lambda i: (int(ids[i]), i))
