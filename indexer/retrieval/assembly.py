@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from indexer.retrieval.array_bm25 import ArrayBM25
-from indexer.retrieval.centroids import FIXED_POINT, CentroidArena, Centroids, fixed_mean
+from indexer.retrieval.centroids import FIXED_POINT, Centroids, centroid_arena, fixed_mean
 from indexer.retrieval.literal import Literals, Spelled
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.vector_index import Partition, VectorIndex
@@ -121,7 +121,7 @@ def _whole(
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
     # The centroids are written straight into an arena with room for later changes' rows.
     bm25 = _JOINING.submit(ArrayBM25.joined, space.vocabulary, [s.postings for s in ordered])
-    arena = CentroidArena(len(ordered), space.dimension)
+    arena = centroid_arena(len(ordered), space.dimension)
     sums = _Sums.of(space.vectors, slots, bounds, out=arena.data[: len(ordered)])
     total = int(bounds[-1])
     keys = list(chain.from_iterable(s.keys for s in ordered))

@@ -7,8 +7,8 @@ float32 (187 MB), the largest copy a one-tool change made (docs/results/change-c
 Here a snapshot holds each code's slot instead (8 bytes a catalog); a change appends the new
 catalogs' rows to the arena and joins slots. Rows are written once and never moved, so a
 snapshot built earlier reads the same values whatever is appended later; growing replaces the
-array with a larger copy, and earlier snapshots keep the one they were built on (as
-`segment.VectorArena` does for the tools' vectors).
+array with a larger copy, and earlier snapshots keep the one they were built on: the arena is
+a `segment.VectorArena`, as the tools' vectors' is, always float32.
 
 The centroids' mean (the IVF path scales catalog scores by their moments) is kept as a sum in
 fixed point, patched per change: the same integers whether added up whole or patched, so a
@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from indexer.retrieval.segment import VectorArena
 
 # Vector sums are kept as integers of 2**-32: a snapshot's sum is the same integer whether it
 # was added up catalog by catalog or patched from the previous snapshot's (floats added in
@@ -49,42 +51,19 @@ def fixed_mean(fixed: NDArray[np.int64], total: int) -> NDArray[np.float64]:
     return fixed.astype(np.float64) / FIXED_POINT / max(total, 1)
 
 
-class CentroidArena:
-    """float32 rows, each written once at its slot; grows with room for half as many again
-    (rows not yet written are zero pages the system has not handed out)."""
-
-    def __init__(self, count: int, dimension: int) -> None:
-        """Room for `count` rows and half as many again; the first `count` slots are taken
-        (written by the caller through `data`)."""
-        self._data = np.zeros((count + count // 2 + 16, dimension), dtype=np.float32)
-        self._used = count
-
-    @property
-    def data(self) -> NDArray[np.float32]:
-        return self._data
-
-    @property
-    def used(self) -> int:
-        return self._used
-
-    def append(self, rows: NDArray[np.float32]) -> NDArray[np.int64]:
-        """Writes `rows` at the next free slots and returns those slots."""
-        needed = self._used + len(rows)
-        if needed > len(self._data):
-            grown = np.zeros((needed + needed // 2, self._data.shape[1]), dtype=np.float32)
-            grown[: self._used] = self._data[: self._used]
-            self._data = grown
-        self._data[self._used : needed] = rows
-        slots = np.arange(self._used, needed, dtype=np.int64)
-        self._used = needed
-        return slots
+def centroid_arena(count: int, dimension: int) -> VectorArena:
+    """An arena of float32 centroids with room for `count` and half as many again, its first
+    `count` slots taken (written by the caller through `data`)."""
+    arena = VectorArena(dimension, count + count // 2 + 16, dtype=np.float32)
+    arena.claim(count)
+    return arena
 
 
 class Centroids:
     """A snapshot's catalog centroids: `centroids[codes]` gives their rows (float32)."""
 
     def __init__(
-        self, arena: CentroidArena, slots: NDArray[np.int64], fixed: NDArray[np.int64] | None
+        self, arena: VectorArena, slots: NDArray[np.int64], fixed: NDArray[np.int64] | None
     ) -> None:
         self._arena = arena
         # The array as it was when this snapshot was made (a later growth replaces the
@@ -95,7 +74,7 @@ class Centroids:
         self._fixed = fixed
 
     @classmethod
-    def first(cls, arena: CentroidArena) -> Centroids:
+    def first(cls, arena: VectorArena) -> Centroids:
         """The arena's rows by code, in slot order."""
         made = cls(arena, np.arange(arena.used, dtype=np.int64), None)
         # Slots in order from the first: every centroid is a view of the arena, not a copy.
@@ -116,7 +95,7 @@ class Centroids:
         arena = self._arena
         if arena.used + sum(map(len, new)) > (1 + _GARBAGE_SHARE) * total + 1024:
             # Most of the arena's rows are no snapshot's now: a new one holding this one's.
-            arena = CentroidArena(total, self.dimension)
+            arena = centroid_arena(total, self.dimension)
             rows = [
                 self._data[self._slots[p[0] : p[1]]] if isinstance(p, tuple) else p for p in pieces
             ]

@@ -168,12 +168,24 @@ class VectorArena:
     HALF_PRECISION_ROWS the vectors are float16 (`arena_dtype`); readers get float32 rows
     (`VectorIndex.rows`)."""
 
-    def __init__(self, dimension: int, capacity: int = 1024, *, holding: int = 0) -> None:
-        """Room for `capacity` vectors, typed for `holding` of them (`arena_dtype`)."""
+    def __init__(
+        self,
+        dimension: int,
+        capacity: int = 1024,
+        *,
+        holding: int = 0,
+        dtype: type[np.floating[Any]] | None = None,
+    ) -> None:
+        """Room for `capacity` vectors, typed for `holding` of them (`arena_dtype`), or
+        always `dtype` when given (the catalogs' centroids: `indexer.retrieval.centroids`)."""
+        self._dtype = dtype
         self._data: NDArray[np.floating[Any]] = np.zeros(
-            (capacity, dimension), dtype=arena_dtype(holding)
+            (capacity, dimension), dtype=self._dtype_for(holding)
         )
         self._used = 0
+
+    def _dtype_for(self, rows: int) -> type[np.floating[Any]]:
+        return self._dtype or arena_dtype(rows)
 
     @property
     def data(self) -> NDArray[np.floating[Any]]:
@@ -189,9 +201,16 @@ class VectorArena:
         needed = self._used + rows
         if needed > len(self._data):
             size = max(needed + needed // 2, len(self._data) * 3 // 2)
-            grown = np.zeros((size, self._data.shape[1]), dtype=arena_dtype(needed))
+            grown = np.zeros((size, self._data.shape[1]), dtype=self._dtype_for(needed))
             grown[: self._used] = self._data[: self._used]
             self._data = grown
+
+    def claim(self, rows: int) -> NDArray[np.int64]:
+        """The next `rows` free slots, taken for the caller to write through `data`."""
+        self.reserve(rows)
+        slots = np.arange(self._used, self._used + rows, dtype=np.int64)
+        self._used += rows
+        return slots
 
     def append_parts(self, parts: Sequence[tuple[Rows, Sequence[int]]]) -> list[NDArray[np.int64]]:
         """Writes each part's rows, in its order (`rows[order]`), at the next free slots,

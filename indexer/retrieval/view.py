@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.centroids import CentroidArena, Centroids
+from indexer.retrieval.centroids import Centroids, centroid_arena
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
 # The vectors of some rows (a snapshot reads them through its vector index).
@@ -67,7 +67,7 @@ def build_view(
     visible_codes = np.unique(catalog_codes[rows]).astype(np.int64)
     view_centroids = centroids
     if not full:
-        arena = CentroidArena(len(centroids), centroids.dimension)
+        arena = centroid_arena(len(centroids), centroids.dimension)
         partial = arena.data[: len(centroids)]
         partial[...] = centroids.all
         for code in visible_codes.tolist():

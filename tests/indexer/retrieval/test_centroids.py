@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.centroids import CentroidArena, Centroids, fixed_sum
+from indexer.retrieval.centroids import Centroids, centroid_arena, fixed_sum
 
 DIMENSION = 4
 
 
 def whole(rows: NDArray[np.float32]) -> Centroids:
-    arena = CentroidArena(len(rows), DIMENSION)
+    arena = centroid_arena(len(rows), DIMENSION)
     arena.data[: len(rows)] = rows
     return Centroids.first(arena)
 
