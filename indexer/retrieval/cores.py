@@ -19,6 +19,11 @@ def one_thread_per_search() -> None:
     Concurrency comes from requests, and the model has its own thread pool: BLAS or OpenMP
     workers spinning beside it doubled a search's latency here (24 ms against 11 ms at 4k
     tools). Index builds still use every core (see `all_cores`). For serving processes.
+
+    BLAS' limit holds for every thread; FAISS' holds for the calling thread only (OpenMP keeps
+    it per thread), so a server's read lanes search on OpenMP's default, one thread per core.
+    Limiting them too removed a spinning worker and no measurable time
+    (docs/results/served-gap-10k/README.md).
     """
     _threadpools().limit(limits=1)
     faiss.omp_set_num_threads(1)
