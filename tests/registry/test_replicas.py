@@ -128,14 +128,15 @@ def replicas(postgres_dsn: str, tmp_path: Path) -> Iterator[list[str]]:
     KEYS["admin"] = shared_keys.add_key(store, "ops", ["registry:admin", "*"])
     store.close()
     try:
-        for index in range(3):
-            log = (tmp_path / f"replica-{index}.log").open("w")
+        paths = [tmp_path / f"replica-{index}.log" for index in range(3)]
+        for path in paths:
+            log = path.open("w")
             logs.append(log)
             command = [sys.executable, "-m", "capreg.cli", "serve", "--db", postgres_dsn]
             command += ["--listen", "127.0.0.1:0", "--follow-interval", "0.5"]
             processes.append(subprocess.Popen(command, stdout=log, stderr=log))
-        for index, process in enumerate(processes):
-            address = wait_serving_logged(process, tmp_path / f"replica-{index}.log", 180)
+        for path, process in zip(paths, processes, strict=True):
+            address = wait_serving_logged(process, path, 180)
             addresses.append(address)
             PROCESSES[address] = process
         yield addresses
