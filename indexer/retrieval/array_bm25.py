@@ -34,7 +34,8 @@ _NONE = np.zeros(0, dtype=np.int32)
 def by_term(terms: Counts, vocabulary_size: int) -> NDArray[np.intp]:
     """The postings' order by term, each term's in their order (a stable sort). Ids that fit
     in 16 bits are sorted as such: NumPy sorts those by radix, in one pass (0.3 s against
-    1.0 s for 19 million postings over 14,321 terms, as a million mirrored tools hold)."""
+    1.3 s for 19 million postings over 14,321 terms, as a million mirrored tools hold:
+    docs/results/radix-sort-postings.py.txt)."""
     if vocabulary_size <= 1 << 16:
         return np.argsort(terms.astype(np.uint16), kind="stable")
     return np.argsort(terms, kind="stable")
