@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import repeat
 from types import MappingProxyType
 
@@ -115,34 +115,38 @@ class LiveCatalog:
             source=catalog,
         )
 
-    @cached_property
-    def entries(self) -> tuple[IndexedTool, ...]:
-        """The catalog's tools as the index serves them (kept between snapshots), each with
-        its links: derived from the catalog alone when first read, so a restart derives the
-        same."""
-        catalog = self.stored.catalog
-        links = CatalogLinks(catalog.tools, before=read_ahead)
-        tools = self.stored.tools
-        facts = self.facts
-        # One lookup for the catalog's tools, by name: nothing is split before a search reads it.
-        known: Iterable[ToolFacts | Callable[[str], ToolFacts]] = (
-            repeat(facts.lookup(lambda: (stored.tool.name for stored in tools)), len(tools))
-            if isinstance(facts, StoredFacts)
-            else facts
+    def entry_source(self) -> Callable[[], tuple[IndexedTool, ...]]:
+        """What makes the catalog's tools as the index serves them, each with its links
+        (derived from the catalog alone when first read, so a restart derives the same):
+        a segment makes them when first read (`Segment.entries`)."""
+        return partial(_entries, self.stored, self.required_scopes, self.facts)
+
+
+def _entries(
+    stored: StoredCatalog, scopes: Sequence[frozenset[str]], facts: Sequence[ToolFacts]
+) -> tuple[IndexedTool, ...]:
+    catalog = stored.catalog
+    links = CatalogLinks(catalog.tools, before=read_ahead)
+    tools = stored.tools
+    # One lookup for the catalog's tools, by name: nothing is split before a search reads it.
+    known: Iterable[ToolFacts | Callable[[str], ToolFacts]] = (
+        repeat(facts.lookup(lambda: (stored.tool.name for stored in tools)), len(tools))
+        if isinstance(facts, StoredFacts)
+        else facts
+    )
+    return tuple(
+        IndexedTool(
+            tool=stored.tool,
+            required_scopes=scope,
+            spelling=stored.spelling,
+            catalog_title=catalog.title,
+            catalog_version=catalog.version,
+            catalog_revision=stored.revision,
+            link_source=links.of,
+            known_facts=fact,
         )
-        return tuple(
-            IndexedTool(
-                tool=stored.tool,
-                required_scopes=scopes,
-                spelling=stored.spelling,
-                catalog_title=catalog.title,
-                catalog_version=catalog.version,
-                catalog_revision=stored.revision,
-                link_source=links.of,
-                known_facts=fact,
-            )
-            for stored, scopes, fact in zip(tools, self.required_scopes, known, strict=True)
-        )
+        for stored, scope, fact in zip(tools, scopes, known, strict=True)
+    )
 
 
 class DocumentTexts(Mapping[str, str]):
@@ -241,10 +245,12 @@ class SnapshotBuilder:
                 sources.append(
                     SegmentSource(
                         catalog.stored.catalog.name,
-                        catalog.entries,
+                        catalog.entry_source(),
                         [vectors[doc_hash] for doc_hash in catalog.doc_hashes],
                         catalog.doc_hashes,
                         catalog.tokens,
+                        tools=catalog.stored.tools,
+                        scopes=catalog.required_scopes,
                     )
                 )
             for catalog, segment in zip(new, self._space.segments(sources), strict=True):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from indexer.retrieval.array_bm25 import ArrayBM25
 from indexer.retrieval.centroids import FIXED_POINT, Centroids, centroid_arena, fixed_mean
 from indexer.retrieval.literal import Literals, Spelled
+from indexer.retrieval.per_row import PerRow, entries_of, keys_of
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.vector_index import Partition, VectorIndex
 
@@ -47,7 +48,8 @@ class Assembly:
     segments: tuple[Segment, ...]
     # Row where each segment starts (and one past the last row).
     bounds: NDArray[np.int64]
-    entries: tuple[IndexedTool, ...]
+    # Each row's tool as served (made a catalog at a time, when first read: `Segment`).
+    entries: PerRow[IndexedTool]
     vectors: VectorIndex
     bm25: ArrayBM25
     # The name lookup, or the thread still filing it (a whole build files every name:
@@ -115,7 +117,7 @@ def assemble(
 def _whole(
     segments: Sequence[Segment], space: SegmentSpace, partition: Partition | None
 ) -> Assembly:
-    ordered = tuple(sorted((s for s in segments if s.entries), key=lambda s: s.sort_key))
+    ordered = tuple(sorted((s for s in segments if len(s)), key=lambda s: s.sort_key))
     sizes = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered))
     bounds = _bounds(sizes)
     slots = _stack([s.slots for s in ordered], (0,), np.int64)
@@ -133,7 +135,7 @@ def _whole(
     return Assembly(
         segments=ordered,
         bounds=bounds,
-        entries=tuple(chain.from_iterable(s.entries for s in ordered)),
+        entries=PerRow(ordered, bounds, entries_of),
         vectors=vectors,
         bm25=bm25.result(),
         filing=_FILING.submit(Literals, _spelled(ordered), [s.name for s in ordered]),
@@ -183,7 +185,7 @@ class _Plan:
         # docs/results/change-cost-1m-profile.md); the work proportional to the tools is
         # left to array operations over the previous snapshot's runs.
         before = list(map(id, previous.segments))
-        current = [s for s in segments if s.entries]
+        current = [s for s in segments if len(s)]
         now = list(map(id, current))
         new_ids, gone_ids = set(now).difference(before), set(before).difference(now)
         if len(new_ids) + len(gone_ids) <= _SCANNED_CHANGES:
@@ -246,7 +248,6 @@ def _spliced(
     position = {id(s): i for i, s in enumerate(plan.added)}
     sort_keys: list[Sequence[str]] = []
     new_rows, added_postings = [], []
-    entries: list[Sequence[IndexedTool]] = []
     slot_parts, code_parts = [], []
     centroid_parts: list[tuple[int, int] | NDArray[np.float32]] = []
     length_parts: list[NDArray[np.signedinteger[Any]]] = []
@@ -255,7 +256,6 @@ def _spliced(
             rows = np.arange(start, start + len(piece), dtype=np.int64)
             new_rows.append(rows)
             added_postings.append((start, piece.postings))
-            entries.append(piece.entries)
             slot_parts.append(piece.slots)
             length_parts.append(piece.postings.lengths)
             code_parts.append(piece.scope_codes)
@@ -265,7 +265,6 @@ def _spliced(
         else:
             first, last = int(old[piece[0]]), int(old[piece[1]])
             moved[first:last] = np.arange(start, start + last - first, dtype=np.int64)
-            entries.append(previous.entries[first:last])
             slot_parts.append(previous.slots[first:last])
             length_parts.append(previous.lengths[first:last])
             code_parts.append(previous.scope_codes[first:last])
@@ -278,7 +277,7 @@ def _spliced(
         previous.vectors,
         store,
         partition=partition,
-        keys=_Keys(ordered, bounds),
+        keys=PerRow(ordered, bounds, keys_of),
         slots=slots,
         removed=_stack([s.slots for s in plan.gone], (0,), np.int64),
         added=_stack(new_rows, (0,), np.int64),
@@ -287,7 +286,7 @@ def _spliced(
     return Assembly(
         segments=ordered,
         bounds=bounds,
-        entries=tuple(chain.from_iterable(entries)),
+        entries=PerRow(ordered, bounds, entries_of),
         vectors=vectors,
         bm25=previous.bm25.spliced(moved, added_postings, lengths),
         filing=_spliced_literals(previous.filing, plan.gone, plan.added),
@@ -383,28 +382,6 @@ def _codes(ordered: Sequence[Segment]) -> dict[str, int]:
     return {s.name: code for code, s in enumerate(ordered)}
 
 
-class _Keys(Sequence[str]):
-    """The document hash of each row of a spliced snapshot, looked up when asked for (only
-    the new rows' are)."""
-
-    def __init__(self, ordered: Sequence[Segment], bounds: NDArray[np.int64]) -> None:
-        self._ordered = ordered
-        self._bounds = bounds
-
-    def __len__(self) -> int:
-        return int(self._bounds[-1])
-
-    @overload
-    def __getitem__(self, row: int) -> str: ...
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[str]: ...
-    def __getitem__(self, row: int | slice) -> str | Sequence[str]:
-        if isinstance(row, slice):
-            return [self[r] for r in range(*row.indices(len(self)))]
-        code = int(np.searchsorted(self._bounds, row, side="right")) - 1
-        return self._ordered[code].keys[row - int(self._bounds[code])]
-
-
 def _spliced_literals(
     filing: Literals | Future[Literals], gone: Sequence[Segment], added: Sequence[Segment]
 ) -> Literals | Future[Literals]:
@@ -421,7 +398,7 @@ def _spliced_literals(
 
 
 def _spelled(segments: Sequence[Segment]) -> list[Spelled]:
-    return [(e.tool, e.spelling) for s in segments for e in s.entries]
+    return [(t.tool, t.spelling) for s in segments for t in s.tools]
 
 
 def _stack(

@@ -110,7 +110,7 @@ def shortlist(index: ToolIndex, stage: FirstStage, *, depth: int = SHORTLIST) ->
         list(dict.fromkeys([*front, *by_blend[:depth].tolist(), *stage.ranking.intent_tops])),
         dtype=np.int64,
     )
-    entries = tuple(index.entries[int(r)] for r in rows[listed])
+    entries = index.entries_at(rows[listed])
     return Shortlist(positions=listed, front=len(front), entries=entries)
 
 

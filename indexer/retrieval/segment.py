@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -97,21 +97,61 @@ class IndexedTool:
         return self.facts.destructive
 
 
+class NamedTool(Protocol):
+    """What names a tool before it is served: the tool and its function name's spelling
+    (a stored tool, or an `IndexedTool`)."""
+
+    @property
+    def tool(self) -> Tool: ...
+
+    @property
+    def spelling(self) -> str: ...
+
+
+# A catalog's tools as the index serves them, in the catalog's own order: made, or what makes
+# them when a segment's are first read.
+EntrySource = Sequence[IndexedTool] | Callable[[], Sequence[IndexedTool]]
+
+
 @dataclass(kw_only=True, frozen=True, eq=False)
 class Segment:
-    """One catalog's tools (sorted by id) and everything a snapshot needs about them."""
+    """One catalog's tools (sorted by id) and everything a snapshot needs about them.
+
+    Its `entries` are made when first read: a start-up makes a segment for every catalog,
+    and a search reads the entries of the few catalogs it ranks (a million `IndexedTool`s
+    cost 8 of 57 s of a start-up at a million tools)."""
 
     name: str
-    entries: tuple[IndexedTool, ...]
-    # Row-aligned with `entries`: the document hashes, and the slots holding the vectors in
-    # the space's arena (also the ids the vector index knows them by).
+    # Row-aligned: the tools' names, their document hashes, and the slots holding their
+    # vectors in the space's arena (also the ids the vector index knows them by).
+    tools: tuple[NamedTool, ...]
     keys: tuple[str, ...]
     slots: NDArray[np.int64]
     postings: Postings
     scope_codes: NDArray[np.int32]
+    # What `entries` are made from, in the catalog's order, and the catalog's row of each
+    # of this segment's rows (None: the same order).
+    entry_source: EntrySource
+    order: tuple[int, ...] | None = None
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.keys)
+
+    @cached_property
+    def entries(self) -> tuple[IndexedTool, ...]:
+        """The tools as the index serves them, in row order (made on first read)."""
+        source = self.entry_source
+        made = source() if callable(source) else source
+        if self.order is None:
+            return tuple(made)
+        return tuple(made[row] for row in self.order)
+
+    def moved(self, slots: NDArray[np.int64]) -> Segment:
+        """This segment with its vectors at `slots` (entries already made are kept)."""
+        moved = replace(self, slots=slots)
+        if "entries" in self.__dict__:
+            moved.__dict__["entries"] = self.__dict__["entries"]
+        return moved
 
     @property
     def sort_key(self) -> str:
@@ -123,7 +163,7 @@ class Segment:
     def rows(self) -> dict[str, int]:
         """Tool name -> row within the segment (keyed by the names the tools hold: an id
         string per tool was 140 bytes of every tool held)."""
-        return {entry.tool.name: row for row, entry in enumerate(self.entries)}
+        return {named.tool.name: row for row, named in enumerate(self.tools)}
 
 
 # A segment's vectors, one row per tool: a matrix, or the rows apart (a start-up reads each
@@ -134,13 +174,25 @@ Rows = NDArray[np.float32] | Sequence[NDArray[np.float32]]
 @dataclass(frozen=True)
 class SegmentSource:
     """What a segment is made from: `matrix`, `keys` and the tokenised documents follow
-    `entries`."""
+    the catalog's tools. `entries` are the tools as served, or what makes them when first
+    read; then `tools` names them and `scopes` gives their required scopes meanwhile."""
 
     name: str
-    entries: Sequence[IndexedTool]
+    entries: EntrySource
     matrix: Rows
     keys: Sequence[str]
     tokens: Tokenised
+    tools: Sequence[NamedTool] | None = None
+    scopes: Sequence[frozenset[str]] | None = None
+
+    def named(self) -> tuple[Sequence[NamedTool], Sequence[frozenset[str]]]:
+        """Each tool's name and required scopes, without making its entry."""
+        entries = self.entries
+        if self.tools is not None and self.scopes is not None:
+            return self.tools, self.scopes
+        if callable(entries):
+            raise ValueError(f"{self.name}: entries made later need their tools and scopes")
+        return entries, [entry.required_scopes for entry in entries]
 
 
 # Past this many vectors the arena holds them as float16: half the bytes of the largest thing a
@@ -304,12 +356,12 @@ class SegmentSpace:
         ordered = []
         placed = []
         for source in sources:
-            entries = source.entries
-            if not (len(entries) == len(source.matrix) == len(source.keys) == len(source.tokens)):
+            tools, scopes = source.named()
+            if not (len(tools) == len(source.matrix) == len(source.keys) == len(source.tokens)):
                 raise ValueError("one vector, key and document per tool is required")
             # Tool-id order: within one catalog, the names' order (no id string is built).
-            order = sorted(range(len(entries)), key=lambda row: entries[row].tool.name)
-            ordered.append((source, order))
+            order = sorted(range(len(tools)), key=lambda row: tools[row].tool.name)
+            ordered.append((source, tools, scopes, order))
             place = np.empty(len(order), dtype=np.int64)
             place[order] = np.arange(len(order), dtype=np.int64)
             placed.append((source.tokens, place))
@@ -317,20 +369,24 @@ class SegmentSpace:
             postings = Postings.of_many(placed, self.vocabulary)
             # Every new vector written once, straight to its slot: a start-up makes thousands
             # of small segments, and a copy per step added up (a million tools: 1.5 GB each).
-            slot_parts = self._arena.append_parts([(s.matrix, order) for s, order in ordered])
+            slot_parts = self._arena.append_parts([(s.matrix, o) for s, _, _, o in ordered])
             made = []
-            for (source, order), part, slots in zip(ordered, postings, slot_parts, strict=True):
-                codes = [self._code(source.entries[row].required_scopes) for row in order]
+            for (source, tools, scopes, order), part, slots in zip(
+                ordered, postings, slot_parts, strict=True
+            ):
+                code = self._code
                 keys = tuple(source.keys[row] for row in order)
                 self._slot_of.update(zip(keys, slots.tolist(), strict=True))
                 made.append(
                     Segment(
                         name=source.name,
-                        entries=tuple(source.entries[row] for row in order),
+                        tools=tuple(tools[row] for row in order),
                         keys=keys,
                         slots=slots,
                         postings=part,
-                        scope_codes=np.asarray(codes, dtype=np.int32),
+                        scope_codes=np.asarray([code(scopes[row]) for row in order], np.int32),
+                        entry_source=source.entries,
+                        order=None if order == list(range(len(order))) else tuple(order),
                     )
                 )
         return made
@@ -354,10 +410,7 @@ class SegmentSpace:
             old = self._arena.data
             live = sum(map(len, segments))
             self._arena = VectorArena(self.dimension, max(live + live // 2, 1024), holding=live)
-            moved = [
-                replace(segment, slots=self._arena.append(old[segment.slots]))
-                for segment in segments
-            ]
+            moved = [segment.moved(self._arena.append(old[segment.slots])) for segment in segments]
             self._slot_of = {
                 key: slot
                 for segment in moved

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -134,8 +134,13 @@ class ToolIndex:
         return len(self._entries)
 
     @property
-    def entries(self) -> tuple[IndexedTool, ...]:
+    def entries(self) -> Sequence[IndexedTool]:
+        """Each row's tool as served (a catalog's are made when first read)."""
         return self._entries
+
+    def entries_at(self, rows: NDArray[np.integer[Any]]) -> tuple[IndexedTool, ...]:
+        """The entries of `rows` (a shortlist's, a page of hits'), looked up together."""
+        return self._assembly.entries.take(rows)
 
     @property
     def dimension(self) -> int:
@@ -314,7 +319,10 @@ class ToolIndex:
         candidates = np.flatnonzero(eligible & (scores > 0.0))
         # Rows are in id order: lexsort by (-score, row) breaks ties by id.
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:limit]
-        return [Hit(entry=self._entries[int(row)], score=float(scores[row])) for row in order]
+        return [
+            Hit(entry=entry, score=float(scores[row]))
+            for entry, row in zip(self.entries_at(order), order, strict=True)
+        ]
 
     def search(
         self,
@@ -349,12 +357,8 @@ class ToolIndex:
         # Rows are in id order: lexsort by (-score, row) orders ties by id.
         order = np.lexsort((rows, -scores))[:limit]
         return [
-            Hit(
-                entry=self._entries[int(rows[i])],
-                score=float(scores[i]),
-                similarity=float(scores[i]),
-            )
-            for i in order
+            Hit(entry=entry, score=float(scores[i]), similarity=float(scores[i]))
+            for entry, i in zip(self.entries_at(rows[order]), order, strict=True)
         ]
 
     def suggestions(self, tool_id: str, visible: Visibility = everything) -> list[str]:

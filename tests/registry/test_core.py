@@ -136,6 +136,22 @@ def test_restart_restores_everything_without_embedding(
     assert after.generation == before.generation
 
 
+def test_a_restart_makes_the_served_form_of_only_the_catalogs_a_search_reads(
+    sample_db: Path, tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    from tests.conftest import copy_db
+
+    registry = Registry(SqliteStore(copy_db(sample_db, tmp_path)), embedder)
+    registry.load()
+    segments = registry.index.segments
+    assert len(segments) > 2
+    assert not [s.name for s in segments if "entries" in vars(s)]
+    hits = registry.search("open a support ticket for a customer").hits
+    made = {s.name for s in segments if "entries" in vars(s)}
+    assert {h.entry.tool.catalog for h in hits} <= made < {s.name for s in segments}
+    assert [e.id for e in registry.index.entries] == sorted(e.id for e in registry.index.entries)
+
+
 def test_bad_catalog_leaves_the_previous_version_answering(empty_registry: Registry) -> None:
     good = empty_registry.register(MINI)
     with pytest.raises(CatalogError):

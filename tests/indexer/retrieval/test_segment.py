@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 
 from indexer.retrieval import segment as segment_module
 from indexer.retrieval.lexical import Tokenised
-from indexer.retrieval.segment import SegmentSource, SegmentSpace
+from indexer.retrieval.segment import IndexedTool, SegmentSource, SegmentSpace
 from tests.indexer.retrieval.test_assembly import DIMENSION, make_segment
 
 
@@ -93,3 +93,49 @@ def test_an_arena_writes_rows_given_apart_and_matrices_each_in_its_parts_order()
     assert [s.tolist() for s in slots] == [[0, 1, 2], [3, 4], [5, 6], [], [7]]
     expected = [apart[2], apart[0], apart[1], matrix[1], matrix[0], more[1], more[0], apart[0]]
     np.testing.assert_array_equal(arena.data[: arena.used], np.stack(expected))
+
+
+def test_a_segments_entries_are_made_once_when_first_read_in_id_order() -> None:
+    # What a start-up makes: sources whose entries are made by a callable, named meanwhile by
+    # their tools and scopes; the catalogs' rows given out of id order.
+    sources = sources_of(SegmentSpace(DIMENSION), [("crm", 5, 2), ("hr", 3, 3)])
+    made: list[str] = []
+
+    def later(source: SegmentSource) -> SegmentSource:
+        entries = list(source.entries)  # type: ignore[arg-type]
+
+        def make() -> tuple[IndexedTool, ...]:
+            made.append(source.name)
+            return tuple(entries)
+
+        return SegmentSource(
+            source.name,
+            make,
+            source.matrix,
+            source.keys,
+            source.tokens,
+            tools=entries,
+            scopes=[e.required_scopes for e in entries],
+        )
+
+    space, eager_space = SegmentSpace(DIMENSION), SegmentSpace(DIMENSION)
+    lazy = space.segments([later(source) for source in sources])
+    eager = eager_space.segments(sources)
+    assert made == []
+    assert [len(s) for s in lazy] == [5, 3]
+    assert [s.rows for s in lazy] == [s.rows for s in eager]
+    for one, other in zip(lazy, eager, strict=True):
+        np.testing.assert_array_equal(one.scope_codes, other.scope_codes)
+    assert made == []
+    assert [e.id for e in lazy[0].entries] == [e.id for e in eager[0].entries]
+    assert [e.id for e in lazy[0].entries] == sorted(e.id for e in lazy[0].entries)
+    assert lazy[0].entries is lazy[0].entries
+    assert made == ["crm"]
+
+
+def test_entries_made_later_need_the_tools_and_scopes_that_name_them() -> None:
+    (source,) = sources_of(SegmentSpace(DIMENSION), [("crm", 2, 2)])
+    entries = tuple(source.entries)  # type: ignore[arg-type]
+    unnamed = SegmentSource(source.name, lambda: entries, source.matrix, source.keys, source.tokens)
+    with pytest.raises(ValueError, match="crm: entries made later need their tools and scopes"):
+        SegmentSpace(DIMENSION).segments([unnamed])
