@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from indexer.retrieval.segment import IndexedTool, Segment
+from indexer.retrieval.segment import IndexedTool, NamedTool, Segment
 
 Row = TypeVar("Row")
 
@@ -21,6 +21,10 @@ def keys_of(segment: Segment) -> Sequence[str]:
 
 def entries_of(segment: Segment) -> Sequence[IndexedTool]:
     return segment.entries
+
+
+def tools_of(segment: Segment) -> Sequence[NamedTool]:
+    return segment.tools
 
 
 class PerRow(Sequence[Row]):

@@ -22,6 +22,7 @@ from indexer.retrieval.assembly import Assembly, assemble
 from indexer.retrieval.centroids import Centroids
 from indexer.retrieval.lexical import LexicalIndex, protocol_tool_text
 from indexer.retrieval.literal import Named
+from indexer.retrieval.per_row import PerRow, tools_of
 from indexer.retrieval.scaling import Scaling
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.suggestions import close_ids
@@ -363,5 +364,8 @@ class ToolIndex:
 
     def suggestions(self, tool_id: str, visible: Visibility = everything) -> list[str]:
         """Up to three visible ids that look like `tool_id` (for "did you mean")."""
+        # Read from what names each row: a wrong id makes no catalog's entries.
+        parts = self._assembly
+        named = PerRow(parts.segments, parts.bounds, tools_of)
         mask = self.visible_mask(visible).tolist()
-        return close_ids(tool_id, [e.id for e, ok in zip(self._entries, mask, strict=True) if ok])
+        return close_ids(tool_id, [t.tool.id for t, ok in zip(named, mask, strict=True) if ok])

@@ -149,6 +149,9 @@ def test_a_restart_makes_the_served_form_of_only_the_catalogs_a_search_reads(
     hits = registry.search("open a support ticket for a customer").hits
     made = {s.name for s in segments if "entries" in vars(s)}
     assert {h.entry.tool.catalog for h in hits} <= made < {s.name for s in segments}
+    with pytest.raises(ToolsNotFound):
+        registry.snapshot.schemas(["support/open_tickett"])
+    assert {s.name for s in segments if "entries" in vars(s)} == made
     assert [e.id for e in registry.index.entries] == sorted(e.id for e in registry.index.entries)
 
 
