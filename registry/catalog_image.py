@@ -25,13 +25,14 @@ import binascii
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 from typing import overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from indexer.model import Tool
 from indexer.retrieval.document import document_hash, document_text
@@ -219,9 +220,10 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
 
 class StoredFacts(Sequence[ToolFacts]):
     """A catalog's facts as its stored image holds them (each tool's summary, input names and
-    output names joined by NUL; one byte a tool for destructive), split into `ToolFacts` on
-    first read: a start-up reads thousands of catalogs (12,347 at 100,000 tools), and a
-    search reads the facts of the few tools it ranks last."""
+    output names joined by NUL; one byte a tool for destructive), each tool's `ToolFacts` made
+    when first read: a start-up reads thousands of catalogs (12,347 at 100,000 tools), and a
+    search reads the facts of the few tools it ranks last, whatever the size of their
+    catalogs (decision 0092)."""
 
     def __init__(self, text: str, destructive: bytes) -> None:
         count = len(destructive)
@@ -230,10 +232,11 @@ class StoredFacts(Sequence[ToolFacts]):
         # One string for the catalogs whose facts are the same (a server under several names).
         if len(_shared_facts) < _SHARED_FACTS:
             text = _shared_facts.setdefault(text, text)
-        self._text: str | None = text
+        self._text = text
         self._destructive = destructive
-        self._split: tuple[ToolFacts, ...] | None = None
-        self._by_name: dict[str, ToolFacts] | None = None
+        # Where each field starts in the text (and one past the last), found on first read.
+        self._starts: NDArray[np.int64] | None = None
+        self._made: dict[int, ToolFacts] = {}
 
     def __len__(self) -> int:
         return len(self._destructive)
@@ -243,40 +246,23 @@ class StoredFacts(Sequence[ToolFacts]):
     @overload
     def __getitem__(self, row: slice) -> tuple[ToolFacts, ...]: ...
     def __getitem__(self, row: int | slice) -> ToolFacts | tuple[ToolFacts, ...]:
-        return self.split()[row]
-
-    def split(self) -> tuple[ToolFacts, ...]:
-        """Every tool's facts, in image order (split once; the text is dropped then)."""
-        split = self._split
-        if split is None:
-            text = self._text
-            if text is None:  # another thread split it meanwhile (it sets the split first)
-                split = self._split
-                assert split is not None
-                return split
-            split = self._split = _facts(text, self._destructive)
-            self._text = None
-        return split
-
-    def lookup(self, names: Callable[[], Iterable[str]]) -> Callable[[str], ToolFacts]:
-        """What gives a tool's facts by its name (`IndexedTool.known_facts`): `names` gives
-        the tools' names in image order, read with the facts on the first call."""
-
-        def named(name: str) -> ToolFacts:
-            by_name = self._by_name
-            if by_name is None:
-                by_name = self._by_name = dict(zip(names(), self.split(), strict=True))
-            return by_name[name]
-
-        return named
-
-
-def _facts(text: str, destructive: bytes) -> tuple[ToolFacts, ...]:
-    count = len(destructive)
-    fields = text.split("\x00") if count else []
-    if len(_shared_facts) < _SHARED_FACTS:
-        fields = [_shared_facts.setdefault(field, field) for field in fields]
-    return tuple(
-        ToolFacts(fields[i], fields[i + 1], fields[i + 2], flag == 1)
-        for i, flag in zip(range(0, 3 * count, 3), destructive, strict=True)
-    )
+        if isinstance(row, slice):
+            return tuple(self[r] for r in range(*row.indices(len(self))))
+        made = self._made.get(row)
+        if made is not None:
+            return made
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        starts = self._starts
+        if starts is None:  # one split in C, its fields' lengths kept, the fields dropped
+            lengths = np.fromiter(map(len, self._text.split("\x00")), np.int64, 3 * len(self))
+            starts = self._starts = np.concatenate(([0], np.cumsum(lengths + 1)))
+        text, at = self._text, starts[3 * row : 3 * row + 4].tolist()
+        fields = [text[at[i] : at[i + 1] - 1] for i in range(3)]
+        if len(_shared_facts) < _SHARED_FACTS:
+            fields = [_shared_facts.setdefault(field, field) for field in fields]
+        summary, inputs, outputs = fields
+        made = self._made[row] = ToolFacts(summary, inputs, outputs, self._destructive[row] == 1)
+        return made

@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from itertools import repeat
 from types import MappingProxyType
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,7 @@ from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
 from indexer.retrieval.tool_facts import ToolFacts
 from indexer.retrieval.tool_index import IndexedTool, ToolIndex
 from indexer.retrieval.vector_index import Partition
-from registry.catalog_image import CatalogImage, StoredFacts, decode
+from registry.catalog_image import CatalogImage, decode
 from registry.snapshot import CatalogView
 from registry.store import Store, StoredCatalog
 from registry.store.tool_texts import read_ahead
@@ -115,38 +115,68 @@ class LiveCatalog:
             source=catalog,
         )
 
-    def entry_source(self) -> Callable[[], tuple[IndexedTool, ...]]:
+    def entry_source(self) -> Callable[[], CatalogEntries]:
         """What makes the catalog's tools as the index serves them, each with its links
         (derived from the catalog alone when first read, so a restart derives the same):
-        a segment makes them when first read (`Segment.entries`)."""
-        return partial(_entries, self.stored, self.required_scopes, self.facts)
+        a segment calls it when its entries are first read (`Segment.entries`)."""
+        return partial(CatalogEntries, self.stored, self.required_scopes, self.facts)
 
 
-def _entries(
-    stored: StoredCatalog, scopes: Sequence[frozenset[str]], facts: Sequence[ToolFacts]
-) -> tuple[IndexedTool, ...]:
-    catalog = stored.catalog
-    links = CatalogLinks(catalog.tools, before=read_ahead)
-    tools = stored.tools
-    # One lookup for the catalog's tools, by name: nothing is split before a search reads it.
-    known: Iterable[ToolFacts | Callable[[str], ToolFacts]] = (
-        repeat(facts.lookup(lambda: (stored.tool.name for stored in tools)), len(tools))
-        if isinstance(facts, StoredFacts)
-        else facts
-    )
-    return tuple(
-        IndexedTool(
-            tool=stored.tool,
-            required_scopes=scope,
-            spelling=stored.spelling,
+class CatalogEntries(Sequence[IndexedTool]):
+    """A stored catalog's tools as the index serves them, in the catalog's order, each made
+    when first read. A search reads the few tools it ranks, and their catalogs may hold
+    thousands: made whole, a catalog's first read cost a search milliseconds a thousand
+    tools (decision 0092)."""
+
+    def __init__(
+        self,
+        stored: StoredCatalog,
+        scopes: Sequence[frozenset[str]],
+        facts: Sequence[ToolFacts],
+    ) -> None:
+        if not len(stored.tools) == len(scopes) == len(facts):
+            raise ValueError(f"{stored.catalog.name}: one scope set and facts a tool")
+        self._stored = stored
+        self._scopes = scopes
+        self._facts = facts
+        self._links: CatalogLinks | None = None
+        self._made: dict[int, IndexedTool] = {}
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    @overload
+    def __getitem__(self, row: int) -> IndexedTool: ...
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[IndexedTool]: ...
+    def __getitem__(self, row: int | slice) -> IndexedTool | Sequence[IndexedTool]:
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(len(self)))]
+        made = self._made.get(row)
+        if made is None:
+            if row < 0:
+                row += len(self)
+            if not 0 <= row < len(self):
+                raise IndexError(row)
+            made = self._made[row] = self._make(row)
+        return made
+
+    def _make(self, row: int) -> IndexedTool:
+        tool, catalog = self._stored.tools[row], self._stored.catalog
+        links = self._links
+        if links is None:
+            links = self._links = CatalogLinks(catalog.tools, before=read_ahead)
+        return IndexedTool(
+            tool=tool.tool,
+            required_scopes=self._scopes[row],
+            spelling=tool.spelling,
             catalog_title=catalog.title,
             catalog_version=catalog.version,
-            catalog_revision=stored.revision,
+            # The revision that last changed this tool.
+            catalog_revision=tool.revision,
             link_source=links.of,
-            known_facts=fact,
+            known_facts=self._facts[row],
         )
-        for stored, scope, fact in zip(tools, scopes, known, strict=True)
-    )
 
 
 class DocumentTexts(Mapping[str, str]):

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,10 +45,8 @@ class IndexedTool:
     # indexer.derived_links.CatalogLinks).
     link_source: tuple[ToolLink, ...] | Callable[[str], tuple[ToolLink, ...]] = ()
     # What a search reads of the tool besides its name, as its catalog's image gives it (a
-    # search then parses no schema): the facts, or what gives them by tool name when first
-    # read (a stored image's are split a catalog at a time, on first read:
-    # registry.catalog_image.StoredFacts); None: derived from the tool when first read.
-    known_facts: ToolFacts | Callable[[str], ToolFacts] | None = None
+    # search then parses no schema); None: derived from the tool when first read.
+    known_facts: ToolFacts | None = None
     # The function name when it is not the plain `<catalog>__<tool>` (`indexer.naming`), else
     # "": derived when asked for, not held.
     spelling: str = ""
@@ -64,9 +62,7 @@ class IndexedTool:
     @cached_property
     def facts(self) -> ToolFacts:
         known = self.known_facts
-        if known is None:
-            return ToolFacts.of(self.tool)
-        return known if isinstance(known, ToolFacts) else known(self.tool.name)
+        return ToolFacts.of(self.tool) if known is None else known
 
     @cached_property
     def links(self) -> tuple[ToolLink, ...]:
@@ -109,8 +105,30 @@ class NamedTool(Protocol):
 
 
 # A catalog's tools as the index serves them, in the catalog's own order: made, or what makes
-# them when a segment's are first read.
+# them when a segment's are first read (a catalog from the store makes each entry when it is
+# first read: `registry.indexing.CatalogEntries`).
 EntrySource = Sequence[IndexedTool] | Callable[[], Sequence[IndexedTool]]
+
+
+class InOrder(Sequence[IndexedTool]):
+    """A catalog's entries in a segment's row order, each read from the catalog's when asked
+    for (a view: nothing is made for the rows no one reads)."""
+
+    def __init__(self, made: Sequence[IndexedTool], order: tuple[int, ...]) -> None:
+        self._made = made
+        self._order = order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, row: int) -> IndexedTool: ...
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[IndexedTool]: ...
+    def __getitem__(self, row: int | slice) -> IndexedTool | Sequence[IndexedTool]:
+        if isinstance(row, slice):
+            return [self._made[r] for r in self._order[row]]
+        return self._made[self._order[row]]
 
 
 @dataclass(kw_only=True, frozen=True, eq=False)
@@ -118,8 +136,9 @@ class Segment:
     """One catalog's tools (sorted by id) and everything a snapshot needs about them.
 
     Its `entries` are made when first read: a start-up makes a segment for every catalog,
-    and a search reads the entries of the few catalogs it ranks (without a million
-    `IndexedTool`s a start-up at a million tools took 7% less: decision 0091)."""
+    and a search reads the entries of the few tools it ranks (without a million
+    `IndexedTool`s a start-up at a million tools took 7% less: decision 0091; a tool's
+    entry made alone, not its whole catalog's: decision 0092)."""
 
     name: str
     # Row-aligned: the tools' names, their document hashes, and the slots holding their
@@ -138,13 +157,12 @@ class Segment:
         return len(self.keys)
 
     @cached_property
-    def entries(self) -> tuple[IndexedTool, ...]:
-        """The tools as the index serves them, in row order (made on first read)."""
+    def entries(self) -> Sequence[IndexedTool]:
+        """The tools as the index serves them, in row order (made on first read: the source
+        is called, and a source that makes each entry when read makes only those read)."""
         source = self.entry_source
         made = source() if callable(source) else source
-        if self.order is None:
-            return tuple(made)
-        return tuple(made[row] for row in self.order)
+        return made if self.order is None else InOrder(made, self.order)
 
     def moved(self, slots: NDArray[np.int64]) -> Segment:
         """This segment with its vectors at `slots` (entries already made are kept)."""

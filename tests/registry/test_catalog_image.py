@@ -3,6 +3,7 @@ derives neither again; an image that does not fit is derived afresh and stored b
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,9 @@ import yaml
 
 from indexer.model import Tool
 from indexer.retrieval.document import document_hash
+from indexer.retrieval.features import SHORTLIST
 from indexer.retrieval.lexical import Tokenised
+from indexer.retrieval.segment import IndexedTool
 from indexer.retrieval.tool_facts import ToolFacts
 from registry import catalog_image, indexing
 from registry.catalog_image import CatalogImage, decode
@@ -106,19 +109,29 @@ def test_an_image_whose_facts_do_not_split_three_a_tool_is_not_used() -> None:
     assert decode(blob.encode(), 2) is None
 
 
-def test_stored_facts_are_split_on_first_read_and_found_by_name() -> None:
-    facts = [ToolFacts("Gets it.", "city", "", False), ToolFacts("Drops it.", "", "", True)]
-    back = decode(image_of(["get weather", "drop city"], facts=facts).encode(), 2)
+def test_stored_facts_are_made_a_tool_at_a_time_when_first_read() -> None:
+    facts = [
+        ToolFacts("Gets the weather — in °C.", "city", "", False),
+        ToolFacts("", "", "", False),
+        ToolFacts("Drops it.", "city,ünits", "gone", True),
+    ]
+    names = ["get weather", "nothing", "drop city"]
+    back = decode(image_of(names, facts=facts).encode(), 3)
     assert back is not None
     stored = back.facts
     assert isinstance(stored, catalog_image.StoredFacts)
-    assert stored._split is None
-    named = stored.lookup(lambda: iter(["get", "drop"]))
-    assert named("drop") == facts[1]
-    assert stored[0] == facts[0]
-    assert len(stored) == 2
-    with pytest.raises(KeyError):
-        named("other")
+    assert len(stored) == 3
+    assert stored[2] == facts[2]
+    assert stored[2] is stored[2]
+    assert stored._made.keys() == {2}  # the tool read, not its catalog's
+    assert stored[-3] == facts[0]
+    assert stored[1] == facts[1]
+    assert list(stored) == facts
+    assert stored[0:2] == tuple(facts[:2])
+    with pytest.raises(IndexError):
+        stored[3]
+    with pytest.raises(IndexError):
+        stored[-4]
 
 
 def test_an_image_for_another_tool_count_is_not_used() -> None:
@@ -199,6 +212,32 @@ def test_an_image_derived_another_way_is_replaced(
     store.close()
 
 
+def test_a_search_makes_the_entries_of_the_tools_it_reads_not_of_their_catalogs(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    path = tmp_path / "store.db"
+    registry, store = restart(path, embedder)
+    document = yaml.safe_load(MINI)
+    document["tools"] = [
+        {**tool, "name": f"{tool['name']}_{copy}"}
+        for copy in range(40)
+        for tool in document["tools"]
+    ]
+    registry.register(yaml.safe_dump(document))
+    store.close()
+    restarted, store = restart(path, embedder)
+
+    def entries() -> int:
+        return sum(isinstance(o, IndexedTool) for o in gc.get_objects())
+
+    held = entries()
+    hits = restarted.search(QUERY, limit=3).hits
+    assert {h.entry.tool.catalog for h in hits} == {"mini"}
+    # One catalog: the shortlist's entries are made, not the catalog's.
+    assert 0 < entries() - held <= SHORTLIST < len(restarted.index)
+    store.close()
+
+
 def test_a_restart_reads_no_schema_until_one_is_asked_for(
     tmp_path: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,23 +261,24 @@ def test_a_restart_reads_no_schema_until_one_is_asked_for(
 
     monkeypatch.setattr(tool_texts, "tool_from_json", counted)
     tool_texts.PARSED.clear()
-    split: list[int] = []
-    real_split = catalog_image._facts
+    made: list[str] = []
 
-    def counted_split(text: str, destructive: bytes) -> tuple[ToolFacts, ...]:
-        split.append(len(destructive))
-        return real_split(text, destructive)
+    def counted_facts(summary: str, inputs: str, outputs: str, destructive: bool) -> ToolFacts:
+        made.append(summary)
+        return ToolFacts(summary, inputs, outputs, destructive)
 
-    monkeypatch.setattr(catalog_image, "_facts", counted_split)
+    monkeypatch.setattr(catalog_image, "ToolFacts", counted_facts)
     restarted, store = restart(path, embedder)
     assert parsed == []
-    assert split == []  # no catalog's facts are split before a search reads them
+    assert made == []  # no tool's facts are made before a search reads them
     after = restarted.search(QUERY, limit=3)
-    # Each catalog's facts are split once, when a search first reads one of its tools.
-    assert 0 < len(split) <= len(names)
-    once = len(split)
-    restarted.search("a city's weather next week", limit=3)
-    assert len(split) == once
+    # Each tool's facts are made when a search first reads them: the learned stage's
+    # shortlist's at most, not their catalogs' every tool.
+    tools = len(restarted.index)
+    assert 0 < len(made) <= SHORTLIST < tools
+    once = len(made)
+    restarted.search(QUERY, limit=4)  # the same tools read again (limit 4: not the cache)
+    assert len(made) == once
     assert [(h.entry.id, h.entry.summary) for h in after.hits] == [
         (h.entry.id, h.entry.summary) for h in before.hits
     ]
