@@ -11,7 +11,6 @@ past `segment.HALF_PRECISION_ROWS`: the lists' own precision).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -24,14 +23,13 @@ from indexer.retrieval.cores import all_cores, blas_kernels, one_thread_per_sear
 from indexer.retrieval.ivf import LAYER_SHARE, Lists, Partition, empty_lists, list_count
 from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 
-# Lists probed per query: at least 64, and a sixteenth of the lists past 1,024 lists. Recall
-# follows the number of lists probed more than their share: on the bench corpus (the 200
-# queries' real embeddings, distinct vectors) 64 probes give recall@10 against exact search
-# 0.980 at 10,000 tools (200 lists) and 0.9775 at 100,000 (632 lists), where a quarter of the
-# lists (0.974, 0.9935) scanned a quarter of the corpus: 4.8 ms a request at 100,000 against
-# 2.4 ms. bench.performance measures it at every size.
-PROBE_SHARE = 1 / 16
-MIN_PROBES = 64
+# Lists probed per query, at every size. Recall follows the number of lists probed, not their
+# share: on the bench corpus (the 200 queries' real embeddings, distinct vectors) 64 probes give
+# recall@10 against exact search 0.980 at 10,000 tools (200 lists), 0.9775 at 100,000 (632)
+# and 0.974 at 1,000,000 (2,000), where a sixteenth of the lists (125) gave 0.986 for 5 ms
+# more a request in process (docs/results/ivf-probes-1m.md). With about 2 sqrt(n) lists a
+# probe pass reads about 32 sqrt(n) vectors: its cost grows with the root of the corpus.
+PROBES = 64
 # Rows added to IVF lists per call (`VectorIndex._add`). Over a float16 arena each part is
 # a float32 copy: at 8,192 rows (12 MB) the allocator hands the same memory back part after
 # part, where 65,536-row parts (100 MB) were mapped afresh each time, and their page faults
@@ -122,7 +120,7 @@ class VectorIndex:
         self._gram: NDArray[np.float64] | None = None
         if self._partition is not None:
             lists = len(self._partition.centroids)
-            self._probes = min(lists, max(MIN_PROBES, math.ceil(PROBE_SHARE * lists)))
+            self._probes = min(lists, PROBES)
 
     def _add(
         self,
