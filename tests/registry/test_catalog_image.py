@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gc
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from indexer.retrieval.features import SHORTLIST
 from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import IndexedTool
 from indexer.retrieval.tool_facts import ToolFacts
+from indexer.retrieval.tool_index import Hit
 from registry import catalog_image, indexing
 from registry.catalog_image import CatalogImage, decode
 from registry.core import Registry
@@ -235,6 +237,32 @@ def test_a_search_makes_the_entries_of_the_tools_it_reads_not_of_their_catalogs(
     assert {h.entry.tool.catalog for h in hits} == {"mini"}
     # One catalog: the shortlist's entries are made, not the catalog's.
     assert 0 < entries() - held <= SHORTLIST < len(restarted.index)
+    store.close()
+
+
+def test_searches_reading_the_same_tools_at_once_serve_them_as_one_search_does(
+    tmp_path: Path, embedder: CountingEmbedder
+) -> None:
+    path = tmp_path / "store.db"
+    registry, store = restart(path, embedder)
+    for name in ("one", "two", "three"):
+        registry.register(renamed(name))
+    store.close()
+    queries = [QUERY, "convert dollars to euros", "a city's weather next week"] * 4
+
+    def served(hits: Sequence[Hit]) -> list[tuple[str, str, frozenset[str], int]]:
+        return [
+            (h.entry.id, h.entry.summary, h.entry.input_names, h.entry.catalog_revision)
+            for h in hits
+        ]
+
+    alone, store = restart(path, embedder)
+    expected = [served(alone.search(q, limit=5).hits) for q in queries]
+    store.close()
+    together, store = restart(path, embedder)  # nothing made yet: every read is a first one
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(lambda q: served(together.search(q, limit=5).hits), queries))
+    assert found == expected
     store.close()
 
 
