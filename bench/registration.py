@@ -4,7 +4,7 @@ for 300 files made by copying the bundled catalogs/*.json 100 times each (rich s
 one repeated: what registration costs per tool beyond the mirrors' small schemas).
 
 Usage: python -m bench.registration [--tools 10000] [--splits 100,1000,5000] [--copies 100]
-[--out FILE.md]
+[--repeats 3] [--out FILE.md] (`--splits ""` and `--copies 0` leave those rows out)
 (`make bench` runs it after bench.performance). Embeddings are cached, as the issue's
 setting says: every tool's vector is put in the store before the timed start (the first run
 embeds what the cache lacks, untimed). Each timed figure is a real `capreg serve` process,
@@ -38,10 +38,16 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKDIR = ROOT / ".capreg" / "bench" / "registration"
 CACHE = ROOT / ".capreg" / "bench" / "bench.db"
 SECTION = "## Registration at scale"
-TARGETS = {"serve": 30.0, "restart": 3.0, "copies": 10.0}
-# Each start is timed this many times; the report gives the median (this machine is shared:
-# single runs moved by a second or more).
+# Targets for the mirrors' rows, by tool count: from an empty store with embeddings stored,
+# and a restart (issue 36: a million tools served in 180 s and restarted in 20 s).
+SERVE_TARGETS = {10_000: 30.0, 1_000_000: 180.0}
+RESTART_TARGETS = {10_000: 3.0, 1_000_000: 20.0}
+COPIES_TARGET = 10.0
+# Each start is timed this many times by default; the report gives the median (this machine
+# is shared: single runs moved by a second or more).
 REPEATS = 3
+# What `make bench` runs: --tools, --splits, --copies, --repeats.
+MAKE_BENCH = (10_000, "100,1000,5000", 100, REPEATS)
 
 
 def split_sources(tools: Sequence[PoolTool], catalogs: int) -> list[tuple[str, str]]:
@@ -141,17 +147,19 @@ def time_to_serving(db: Path, folder: Path, log: Path) -> tuple[float, float | N
     return seconds, float(found.group(1)) if found else None
 
 
-def measure(label: str, sources: Sequence[tuple[str, str]], tools: int) -> dict[str, Any]:
+def measure(
+    label: str, sources: Sequence[tuple[str, str]], tools: int, repeats: int = REPEATS
+) -> dict[str, Any]:
     work = WORKDIR / label
     folder = work / "catalogs"
     write_folder(folder, sources)
     embedded = ensure_cached(sources)
     db = work / "registry.db"
     serves, restarts = [], []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         seeded_store(db)
         serves.append(time_to_serving(db, folder, work / "serve.log"))
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         restarts.append(time_to_serving(db, folder, work / "restart.log"))
     serve_s, serve_own = _median(serves)
     restart_s, restart_own = _median(restarts)
@@ -181,28 +189,31 @@ def _median(runs: list[tuple[float, float | None]]) -> tuple[float, float | None
     return sorted(runs, key=lambda run: run[0])[len(runs) // 2]
 
 
-def floor_s() -> float:
+def floor_s(repeats: int = REPEATS) -> float:
     """The same process with an empty folder and store: interpreter, model, listener."""
     work = WORKDIR / "floor"
     write_folder(work / "catalogs", [])
     db = work / "registry.db"
     seeded_store(db)
     return _median(
-        [time_to_serving(db, work / "catalogs", work / "serve.log") for _ in range(REPEATS)]
+        [time_to_serving(db, work / "catalogs", work / "serve.log") for _ in range(repeats)]
     )[0]
 
 
 def report_lines(rows: list[dict[str, Any]], floor: float, args: argparse.Namespace) -> list[str]:
+    made_by = (args.tools, args.splits, args.copies, args.repeats) == MAKE_BENCH
+    splits = args.splits or '""'
     lines = [
         SECTION,
         "",
-        f"Command: `python -m bench.registration --tools {args.tools} --splits {args.splits} "
-        f"--copies {args.copies}` "
-        "(`make bench`). Each figure is a real `capreg serve --db DB --catalogs DIR` process "
-        "timed from its start until its health service says SERVING (data calls are refused "
-        f"until then), the median of {REPEATS} starts; embeddings cached in the store "
-        f"beforehand, nothing else. Floor (same process, empty folder): {floor:.1f} s. "
-        "Within the split series (the same 10,000 tools), 'ms per added catalog' is the "
+        f"Command: `python -m bench.registration --tools {args.tools} --splits "
+        f"{splits} --copies {args.copies} --repeats {args.repeats}`"
+        f"{' (`make bench`)' if made_by else ''}. Each figure is a real `capreg serve --db DB "
+        "--catalogs DIR` process timed from its start until its health service says SERVING "
+        f"(data calls are refused until then), the median of {args.repeats} starts; "
+        "embeddings cached in the store beforehand, nothing else. Floor (same process, empty "
+        f"folder): {floor:.1f} s. Within the split series (the same {args.tools:,} tools), "
+        "'ms per added catalog' is the "
         "difference from the row before divided by the catalogs added: start-up is linear in "
         "the number of catalogs when it stays flat; single starts on this shared machine "
         "vary by a few hundred milliseconds.",
@@ -228,21 +239,26 @@ def report_lines(rows: list[dict[str, Any]], floor: float, args: argparse.Namesp
         previous = r if r["label"].endswith("split") else None
     mirrors = rows[0]
     copies = [r for r in rows if r["label"] == "bundled copies"]
-    lines += [
-        "",
-        "| target | measured | met |",
-        "| --- | --- | --- |",
-        f"| {mirrors['catalogs']:,} catalogs / {mirrors['tools']:,} tools, serve --catalogs "
-        f"from empty <= {TARGETS['serve']:g} s | {mirrors['serve_s']:.1f} s | "
-        f"{'yes' if mirrors['serve_s'] <= TARGETS['serve'] else 'no'} |",
-        f"| restart at {mirrors['tools']:,} tools in {mirrors['catalogs']:,} catalogs <= "
-        f"{TARGETS['restart']:g} s | {mirrors['restart_s']:.1f} s | "
-        f"{'yes' if mirrors['restart_s'] <= TARGETS['restart'] else 'no'} |",
-    ]
+    serve, restart = SERVE_TARGETS.get(mirrors["tools"]), RESTART_TARGETS.get(mirrors["tools"])
+    if serve is None and restart is None and not copies:
+        return [*lines, ""]
+    lines += ["", "| target | measured | met |", "| --- | --- | --- |"]
+    if serve is not None:
+        lines.append(
+            f"| {mirrors['catalogs']:,} catalogs / {mirrors['tools']:,} tools, serve --catalogs "
+            f"from empty <= {serve:g} s | {mirrors['serve_s']:.1f} s | "
+            f"{'yes' if mirrors['serve_s'] <= serve else 'no'} |"
+        )
+    if restart is not None:
+        lines.append(
+            f"| restart at {mirrors['tools']:,} tools in {mirrors['catalogs']:,} catalogs <= "
+            f"{restart:g} s | {mirrors['restart_s']:.1f} s | "
+            f"{'yes' if mirrors['restart_s'] <= restart else 'no'} |"
+        )
     lines += [
         f"| {r['catalogs']:,} copies of the bundled catalogs / {r['tools']:,} tools, serve "
-        f"--catalogs from empty <= {TARGETS['copies']:g} s | {r['serve_s']:.1f} s | "
-        f"{'yes' if r['serve_s'] <= TARGETS['copies'] else 'no'} |"
+        f"--catalogs from empty <= {COPIES_TARGET:g} s | {r['serve_s']:.1f} s | "
+        f"{'yes' if r['serve_s'] <= COPIES_TARGET else 'no'} |"
         for r in copies
     ]
     lines.append("")
@@ -267,19 +283,22 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--splits", default="100,1000,5000")
     parser.add_argument("--copies", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--datasets", default=None)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "performance.md")
     args = parser.parse_args()
     WORKDIR.mkdir(parents=True, exist_ok=True)
     pool, _ = load_pool(args.datasets)
     tools = with_variants(pool, args.tools)[: args.tools]
-    rows = [measure("server mirrors", catalog_sources(tools), len(tools))]
-    for count in (int(s) for s in args.splits.split(",")):
-        rows.append(measure(f"{count:,} split", split_sources(tools, count), len(tools)))
+    rows = [measure("server mirrors", catalog_sources(tools), len(tools), args.repeats)]
+    for count in (int(s) for s in args.splits.split(",") if s):
+        rows.append(
+            measure(f"{count:,} split", split_sources(tools, count), len(tools), args.repeats)
+        )
     if args.copies:
         copies = bundled_copies(args.copies)
-        rows.append(measure("bundled copies", copies, _tool_count(copies)))
-    floor = floor_s()
+        rows.append(measure("bundled copies", copies, _tool_count(copies), args.repeats))
+    floor = floor_s(args.repeats)
     lines = report_lines(rows, floor, args)
     print("\n".join(lines))
     write_section(args.out, lines)
