@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from indexer.documents import MAX_DEPTH, MAX_EXPANDED_CHARS, DocumentError, load_document
+from indexer.documents import MAX_DEPTH, MAX_EXPANDED_CHARS, DocumentError, _walk, load_document
 from indexer.formats import CatalogError, parse_catalog
 from tests.conftest import DATA
 
@@ -177,3 +177,41 @@ def test_a_catalog_file_with_a_byte_order_mark_registers_as_without_one() -> Non
     catalog = parse_catalog(BOM + json.dumps(document, indent="\t"))
     assert catalog.name == "bom"
     assert [tool.name for tool in catalog.tools] == ["t"]
+
+
+@pytest.mark.parametrize("levels", range(MAX_DEPTH - 2, MAX_DEPTH + 3))
+@pytest.mark.parametrize("inside", ["", "1", '"x"', '{"k": []}'])
+def test_json_is_refused_at_the_depth_a_walk_of_every_value_refuses(
+    levels: int, inside: str
+) -> None:
+    text = "[" * levels + inside + "]" * levels
+    try:
+        _walk(json.loads(text), strings=True)
+        refused = False
+    except DocumentError:
+        refused = True
+    if refused:
+        with pytest.raises(DocumentError, match="nested"):
+            load_document(text)
+    else:
+        assert load_document(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ('{"a": "\\ud83d\\ude00"}', False),  # an escaped pair: one character
+        ('{"a": "\\\\ud800"}', False),  # an escaped backslash, then text
+        ('{"a": "\\uD800"}', True),
+        ('{"\\udfff": 1}', True),  # in a key
+        ('{"a": "\ud800"}', True),  # the source itself holds one
+        ('a: "\\U0000d800"', True),  # YAML's eight-digit escape
+        ('a: "\\ud800"', True),
+    ],
+)
+def test_lone_surrogates_are_refused_wherever_they_come_from(text: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(DocumentError, match="surrogate"):
+            load_document(text)
+    else:
+        load_document(text)
