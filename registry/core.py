@@ -66,6 +66,10 @@ class Registry:
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         return self.writer.register(content, name=name, fmt=fmt)
 
+    def unchanged(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome | None:
+        """What `register` answers for a live catalog's source resubmitted, or None."""
+        return self.writer.unchanged(content, name=name, fmt=fmt)
+
     def register_many(
         self, entries: Sequence[tuple[str, str, str]]
     ) -> list[RegisterOutcome | CapregError]:

@@ -241,19 +241,10 @@ class Writer:
 
     def register(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome:
         """Validates, embeds what changed, and replaces the catalog in one transaction."""
-        self._current_generation()  # NotReady before any work while still loading
-        _check_name(name)
-        if len(fmt) > MAX_FORMAT_CHARS:
-            raise InvalidRequest(f"format: at most {MAX_FORMAT_CHARS} characters (got {len(fmt)})")
-        # The policy is part of what a source means: after a restart with another default
-        # scope, the same bytes register differently.
-        policy = f"{self._default_scope}\0{self._refuse_poisoning}"
-        digest = hashlib.sha256(f"{name}\0{fmt}\0{policy}\0{content}".encode()).hexdigest()
-        with self._lock:
-            self._follow()
-            unchanged = self._unchanged_source(digest)
-            if unchanged is not None:
-                return unchanged
+        digest = self._source_digest(content, name, fmt)
+        unchanged = self._unchanged_source(digest)
+        if unchanged is not None:
+            return unchanged
         catalog, assigned = self._scoped(parse_catalog(content, name=name, fmt=fmt))
         warnings = tuple(discovery_warnings(catalog))
         poisoning = [w for w in warnings if w.endswith(POISONING)]
@@ -264,6 +255,20 @@ class Writer:
             outcome = replace(written, warnings=warnings, assigned_scope=assigned)
             self._live.remember_source(catalog.name, digest)
             return outcome
+
+    def unchanged(self, content: str, *, name: str = "", fmt: str = "") -> RegisterOutcome | None:
+        """`register`'s answer when these bytes, name and format are a live source, or None."""
+        return self._unchanged_source(self._source_digest(content, name, fmt))
+
+    def _source_digest(self, content: str, name: str, fmt: str) -> str:
+        self._current_generation()  # NotReady before any work while still loading
+        _check_name(name)
+        if len(fmt) > MAX_FORMAT_CHARS:
+            raise InvalidRequest(f"format: at most {MAX_FORMAT_CHARS} characters (got {len(fmt)})")
+        # The policy is part of what a source means: after a restart with another default
+        # scope, the same bytes register differently.
+        policy = f"{self._default_scope}\0{self._refuse_poisoning}"
+        return hashlib.sha256(f"{name}\0{fmt}\0{policy}\0{content}".encode()).hexdigest()
 
     def _scoped(self, catalog: Catalog) -> tuple[Catalog, str]:
         """`catalog`, given the default scope when neither it nor any tool declares one, so
@@ -281,12 +286,13 @@ class Writer:
         return replace(catalog, default_scopes=frozenset({scope})), scope
 
     def _unchanged_source(self, digest: str) -> RegisterOutcome | None:
-        """The outcome for a byte-identical resubmission of a live catalog (no parsing: the
-        same bytes, name and format parse to the same catalog)."""
-        live = self._live.registered_from(digest)
-        if live is None:
-            return None
-        return self._nothing_changed(live.stored, len(live.stored.tools))
+        """A live catalog's source resubmitted: the same bytes parse to the same catalog."""
+        with self._lock:
+            self._follow()
+            live = self._live.registered_from(digest)
+            if live is None:
+                return None
+            return self._nothing_changed(live.stored, len(live.stored.tools))
 
     def _nothing_changed(self, stored: StoredCatalog, unchanged: int) -> RegisterOutcome:
         return RegisterOutcome(
@@ -432,14 +438,8 @@ class Writer:
 def _log_registered(diff: CatalogDiff, embedded: int, generation: int) -> None:
     logger.info(
         "registered catalog %s r%d: +%d ~%d -%d =%d (%d embedded), generation %d",
-        diff.catalog.name,
-        diff.revision,
-        diff.added,
-        diff.updated,
-        diff.removed,
-        diff.unchanged,
-        embedded,
-        generation,
+        *(diff.catalog.name, diff.revision, diff.added, diff.updated, diff.removed),
+        *(diff.unchanged, embedded, generation),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,15 @@ CATALOG_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def catalog_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in CATALOG_SUFFIXES)
+    """The folder's catalog files, by name (one directory read: the entries' types come with
+    it, and names sort as strings; a folder of 121,557 files took seconds as `Path`s)."""
+    with os.scandir(folder) as entries:
+        names = sorted(
+            entry.name
+            for entry in entries
+            if os.path.splitext(entry.name)[1] in CATALOG_SUFFIXES and entry.is_file()
+        )
+    return [folder / name for name in names]
 
 
 def request_name(path: Path, content: str, fmt: str = "auto") -> str:
@@ -89,7 +98,14 @@ def sync_folder(
         for path in files:
             try:
                 content = read_catalog_file(path)
-                registered.append(registry.register(content, name=request_name(path, content)))
+                # A native catalog registered from these bytes is found without parsing them:
+                # only a native catalog registers without a name (every other format takes
+                # the file's stem), so its request name is "" (a restart over 121,557
+                # unchanged files parsed every one of them to learn that).
+                outcome = registry.unchanged(content) or registry.register(
+                    content, name=request_name(path, content)
+                )
+                registered.append(outcome)
             except CatalogError as exc:
                 failed[path] = str(exc)
                 progress.failed += 1
