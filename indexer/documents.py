@@ -36,8 +36,6 @@ BOM = "\ufeff"
 # An escape that decodes to a UTF-16 surrogate (JSON's and YAML's \ud800, YAML's \U0000d800):
 # the only way a decoded value holds a lone surrogate when its source text holds none.
 _SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
-# A JSON string, escapes included: what is outside them is the document's structure.
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 class DocumentError(CapregError, ValueError):
@@ -115,15 +113,11 @@ def _expanded_size(root: Node) -> tuple[int, int]:
     return sizes[id(root)]
 
 
-def _check_values(value: Any, text: str, *, decoded_json: bool) -> None:
+def _check_values(value: Any, text: str) -> None:
     """Refuses a value decoded from `text` nested deeper than MAX_DEPTH, or holding text that
-    is not Unicode (a lone surrogate from a \\ud800 escape). The value is walked only when the
-    source could hold either: walking every key and string of every catalog was most of reading
-    one (a folder of 121,557 unchanged catalog files: 24 of 35 profiled seconds)."""
-    strings = _may_hold_surrogates(text)
-    if not strings and decoded_json and _json_nesting(text) < MAX_DEPTH:
-        return
-    _walk(value, strings=strings)
+    is not Unicode (a lone surrogate from a \\ud800 escape). Its strings are looked at only
+    when the text could give one: that check was a fifth of reading a catalog."""
+    _walk(value, strings=_may_hold_surrogates(text))
 
 
 def _may_hold_surrogates(text: str) -> bool:
@@ -132,22 +126,6 @@ def _may_hold_surrogates(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return _SURROGATE_ESCAPE.search(text) is not None
-
-
-def _json_nesting(text: str) -> int:
-    """How deep the arrays and objects of `text`, a JSON document that decoded, nest (MAX_DEPTH
-    when that cannot be told from the text)."""
-    outside = _JSON_STRING.sub("", text)
-    if not outside.isascii():  # nothing but structure, numbers and literals: not JSON
-        return MAX_DEPTH
-    depth = deepest = 0
-    for bracket in re.findall(r"[\[\]{}]", outside):
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
 
 
 def _walk(value: Any, *, strings: bool) -> None:
@@ -250,7 +228,7 @@ def load_document(text: str) -> Any:
             raise _unparsable(text, exc.msg, exc.lineno, exc.colno) from exc
         except ValueError as exc:
             raise _unparsable(text, str(exc), 0, 0) from exc
-        _check_values(value, text, decoded_json=True)
+        _check_values(value, text)
         return value
     try:
         # The reader refuses unprintable characters as it is built: inside the try.
@@ -263,7 +241,7 @@ def load_document(text: str) -> Any:
             return None
         _expanded_size(root)
         value = loader.construct_document(root)
-        _check_values(value, text, decoded_json=False)
+        _check_values(value, text)
         return value
     except yaml.YAMLError as exc:
         raise _yaml_error(text, exc) from exc
