@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
+from indexer.made_on_read import MadeOnRead
 from indexer.model import Tool
 from indexer.retrieval.document import document_hash, document_text
 from indexer.retrieval.lexical import Tokenised
@@ -218,7 +218,7 @@ def decode(blob: bytes | None, tools: int) -> CatalogImage | None:
     return CatalogImage(doc_hashes, tokens, scopes, facts)
 
 
-class StoredFacts(Sequence[ToolFacts]):
+class StoredFacts(MadeOnRead[ToolFacts]):
     """A catalog's facts as its stored image holds them (each tool's summary, input names and
     output names joined by NUL; one byte a tool for destructive), each tool's `ToolFacts` made
     when first read: a start-up reads thousands of catalogs (12,347 at 100,000 tools), and a
@@ -229,6 +229,7 @@ class StoredFacts(Sequence[ToolFacts]):
         count = len(destructive)
         if text.count("\x00") != (3 * count - 1 if count else 0):
             raise ValueError("an image has three facts a tool")
+        super().__init__(count)
         # One string for the catalogs whose facts are the same (a server under several names).
         if len(_shared_facts) < _SHARED_FACTS:
             text = _shared_facts.setdefault(text, text)
@@ -236,25 +237,8 @@ class StoredFacts(Sequence[ToolFacts]):
         self._destructive = destructive
         # Where each field starts in the text (and one past the last), found on first read.
         self._starts: NDArray[np.int64] | None = None
-        self._made: dict[int, ToolFacts] = {}
 
-    def __len__(self) -> int:
-        return len(self._destructive)
-
-    @overload
-    def __getitem__(self, row: int) -> ToolFacts: ...
-    @overload
-    def __getitem__(self, row: slice) -> tuple[ToolFacts, ...]: ...
-    def __getitem__(self, row: int | slice) -> ToolFacts | tuple[ToolFacts, ...]:
-        if isinstance(row, slice):
-            return tuple(self[r] for r in range(*row.indices(len(self))))
-        made = self._made.get(row)
-        if made is not None:
-            return made
-        if row < 0:
-            row += len(self)
-        if not 0 <= row < len(self):
-            raise IndexError(row)
+    def _make(self, row: int) -> ToolFacts:
         starts = self._starts
         if starts is None:  # one split in C, its fields' lengths kept, the fields dropped
             lengths = np.fromiter(map(len, self._text.split("\x00")), np.int64, 3 * len(self))
@@ -264,5 +248,4 @@ class StoredFacts(Sequence[ToolFacts]):
         if len(_shared_facts) < _SHARED_FACTS:
             fields = [_shared_facts.setdefault(field, field) for field in fields]
         summary, inputs, outputs = fields
-        made = self._made[row] = ToolFacts(summary, inputs, outputs, self._destructive[row] == 1)
-        return made
+        return ToolFacts(summary, inputs, outputs, self._destructive[row] == 1)

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from types import MappingProxyType
-from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from indexer.derived_links import CatalogLinks
+from indexer.made_on_read import MadeOnRead
 from indexer.retrieval.document import document_text
 from indexer.retrieval.lexical import Tokenised
 from indexer.retrieval.segment import Segment, SegmentSource, SegmentSpace
@@ -122,7 +122,7 @@ class LiveCatalog:
         return partial(CatalogEntries, self.stored, self.required_scopes, self.facts)
 
 
-class CatalogEntries(Sequence[IndexedTool]):
+class CatalogEntries(MadeOnRead[IndexedTool]):
     """A stored catalog's tools as the index serves them, in the catalog's order, each made
     when first read. A search reads the few tools it ranks, and their catalogs may hold
     thousands: made whole, a catalog's first read cost a search milliseconds a thousand
@@ -136,30 +136,11 @@ class CatalogEntries(Sequence[IndexedTool]):
     ) -> None:
         if not len(stored.tools) == len(scopes) == len(facts):
             raise ValueError(f"{stored.catalog.name}: one scope set and facts a tool")
+        super().__init__(len(scopes))
         self._stored = stored
         self._scopes = scopes
         self._facts = facts
         self._links: CatalogLinks | None = None
-        self._made: dict[int, IndexedTool] = {}
-
-    def __len__(self) -> int:
-        return len(self._scopes)
-
-    @overload
-    def __getitem__(self, row: int) -> IndexedTool: ...
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[IndexedTool]: ...
-    def __getitem__(self, row: int | slice) -> IndexedTool | Sequence[IndexedTool]:
-        if isinstance(row, slice):
-            return [self[r] for r in range(*row.indices(len(self)))]
-        made = self._made.get(row)
-        if made is None:
-            if row < 0:
-                row += len(self)
-            if not 0 <= row < len(self):
-                raise IndexError(row)
-            made = self._made[row] = self._make(row)
-        return made
 
     def _make(self, row: int) -> IndexedTool:
         tool, catalog = self._stored.tools[row], self._stored.catalog
