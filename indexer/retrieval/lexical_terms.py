@@ -20,7 +20,9 @@ def _holding(docs: NDArray[np.int32], rows: NDArray[np.int64]) -> NDArray[np.boo
     """Which of `rows` are among `docs` (ascending)."""
     if not len(docs):
         return np.zeros(len(rows), dtype=bool)
-    at = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
+    # int32 needles, as the documents are: int64 ones make NumPy copy the documents to int64
+    # to compare them (a copy of each word's postings, on every search).
+    at = np.minimum(np.searchsorted(docs, rows.astype(np.int32)), len(docs) - 1)
     return np.asarray(docs[at] == rows)
 
 
