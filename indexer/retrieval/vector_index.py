@@ -30,6 +30,13 @@ from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 # more a request in process (docs/results/ivf-probes-1m.md). With about 2 sqrt(n) lists a
 # probe pass reads about 32 sqrt(n) vectors: its cost grows with the root of the corpus.
 PROBES = 64
+# Lists a request's clause probes. The request's own vector probes PROBES and a clause's
+# candidates join the request's, its words' and its catalogs'; a clause is one more IVF pass
+# a request (3.85 texts on average in the bench's requests), the largest part of the ranking
+# past the floor at a million tools. With 16 probes the bench's 200 requests get the same
+# answers at 10,000 and 1,000,000 tools, and a clause vector's recall@10 falls from 0.97 to
+# 0.90 (docs/results/clause-probes.md).
+CLAUSE_PROBES = 16
 # Rows added to IVF lists per call (`VectorIndex._add`). Over a float16 arena each part is
 # a float32 copy: at 8,192 rows (12 MB) the allocator hands the same memory back part after
 # part, where 65,536-row parts (100 MB) were mapped afresh each time, and their page faults
@@ -280,8 +287,11 @@ class VectorIndex:
         queries: NDArray[np.float32],
         k: int,
         allowed: NDArray[np.bool_] | None = None,
+        *,
+        probes: int | None = None,
     ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
-        """The `k` best rows per query (restricted to `allowed` rows when given), best first.
+        """The `k` best rows per query (restricted to `allowed` rows when given), best first;
+        on IVF lists, from the lists nearest each query: PROBES of them, or at most `probes`.
 
         Returns (scores, rows), each queries x k; where fewer than k rows qualify, the rest
         is padded with -inf scores and row -1.
@@ -294,7 +304,8 @@ class VectorIndex:
             empty = np.zeros((len(matrix), 0))
             return empty.astype(np.float32), empty.astype(np.int64)
         if self._lists is not None:
-            return self._search_ivf(matrix, k, allowed)
+            probed = self._probes if probes is None else min(probes, self._probes)
+            return self._search_ivf(matrix, k, allowed, probed)
         scores = self.scores(matrix)
         if allowed is not None:
             scores = np.where(allowed[None, :], scores, -np.inf).astype(np.float32)
@@ -307,12 +318,16 @@ class VectorIndex:
         return best, rows
 
     def _search_ivf(
-        self, matrix: NDArray[np.float32], k: int, allowed: NDArray[np.bool_] | None
+        self,
+        matrix: NDArray[np.float32],
+        k: int,
+        allowed: NDArray[np.bool_] | None,
+        probes: int,
     ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         lists = self._lists
         assert lists is not None
         params = faiss.SearchParametersIVF()
-        params.nprobe = self._probes
+        params.nprobe = max(probes, 1)
         bitmap: NDArray[np.uint8] | None = None
         if allowed is not None:
             if self._row_of is not None:

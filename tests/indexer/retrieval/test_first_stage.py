@@ -4,6 +4,7 @@ and the best-matching catalogs whole when they are small enough."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from numpy.typing import NDArray
 
 from indexer.model import Tool
@@ -11,7 +12,7 @@ from indexer.retrieval import first_stage as stage
 from indexer.retrieval.first_stage import Request, first_stage
 from indexer.retrieval.segment import IndexedTool, Segment, SegmentSpace
 from indexer.retrieval.tool_index import Eligible, ToolIndex
-from indexer.retrieval.vector_index import Partition
+from indexer.retrieval.vector_index import CLAUSE_PROBES, PROBES, Partition, VectorIndex
 
 DIMENSION = 8
 
@@ -68,3 +69,23 @@ def test_a_catalog_past_the_expansion_bound_brings_only_its_best_rows() -> None:
     from_big = [row for row in rows if index.entries[int(row)].tool.catalog == "big"]
     # Its best rows by meaning (the words match nothing): not the whole catalog.
     assert 0 < len(from_big) <= stage.DENSE_CANDIDATES
+
+
+def test_a_clauses_vectors_probe_fewer_lists_than_the_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index, _ = scored_rows(big_tools=40)
+    probed: list[tuple[int, int | None]] = []
+    search = VectorIndex.search
+
+    def spy(self: VectorIndex, queries: NDArray[np.float32], k: int, *args, **kwargs):  # type: ignore[no-untyped-def]
+        probed.append((len(np.atleast_2d(queries)), kwargs.get("probes")))
+        return search(self, queries, k, *args, **kwargs)
+
+    monkeypatch.setattr(VectorIndex, "search", spy)
+    rng = np.random.default_rng(5)
+    request = Request(texts=["zzz", "yyy", "xxx"], vectors=list(unit(rng, 3)))
+    first_stage(index, request, Eligible.whole(index.eligible().view))
+    # The request's own vector at the index's probes, its two clauses' at CLAUSE_PROBES.
+    assert probed == [(1, None), (2, CLAUSE_PROBES)]
+    assert CLAUSE_PROBES < PROBES

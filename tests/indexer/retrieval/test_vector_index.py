@@ -69,6 +69,23 @@ def test_ivf_search_only_returns_allowed_rows() -> None:
     assert allowed[rows].all()
 
 
+def test_an_ivf_search_given_fewer_probes_reads_only_the_lists_nearest_the_query() -> None:
+    vectors = _corpus(6000)
+    partition = Partition.train(vectors)
+    keys = [f"k{i}" for i in range(len(vectors))]
+    index = VectorIndex(vectors, partition=partition, keys=keys)
+    lists = partition.assign(keys, vectors)
+    queries = _corpus(20, seed=9)
+    _, nearest = partition.quantizer.search(queries, 2)
+    _, one = index.search(queries, 10, probes=1)
+    _, two = index.search(queries, 10, probes=2)
+    for i in range(len(queries)):
+        assert set(lists[one[i][one[i] >= 0]].tolist()) <= {int(nearest[i][0])}
+        assert set(lists[two[i][two[i] >= 0]].tolist()) <= set(nearest[i].tolist())
+    # No more lists than the index probes by default, however many are asked for.
+    assert np.array_equal(index.search(queries, 10, probes=10_000)[1], index.search(queries, 10)[1])
+
+
 class _CountingQuantizer:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
