@@ -155,7 +155,8 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         "",
         "Floor: one query encoded and searched, in-process (no ranking, no gRPC). Floor with "
         "clauses: the request encoded once with its clauses pooled from that pass, and all "
-        "their vectors searched: the model and vector work the hybrid retriever does.",
+        "their vectors searched (a clause through fewer lists, as the retriever searches it): "
+        "the model and vector work the hybrid retriever does.",
         "",
     ]
     for r in rows:
