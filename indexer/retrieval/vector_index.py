@@ -30,12 +30,13 @@ from indexer.retrieval.scaling import Scaling, Spread, spread_from_moments
 # more a request in process (docs/results/ivf-probes-1m.md). With about 2 sqrt(n) lists a
 # probe pass reads about 32 sqrt(n) vectors: its cost grows with the root of the corpus.
 PROBES = 64
-# Lists a request's clause probes. The request's own vector probes PROBES and a clause's
-# candidates join the request's, its words' and its catalogs'; a clause is one more IVF pass
-# a request (3.85 texts on average in the bench's requests), the largest part of the ranking
-# past the floor at a million tools. With 16 probes the bench's 200 requests get the same
-# answers at 10,000 and 1,000,000 tools, and a clause vector's recall@10 falls from 0.97 to
-# 0.90 (docs/results/clause-probes.md).
+# Lists each clause of a request probes (the request's own vector probes PROBES). A clause's
+# candidates join the request's, its words' and its catalogs', and each clause was one more
+# full probe pass (3.85 texts a request in the bench), the largest part of the ranking past
+# the floor at a million tools. With 16, the bench's 200 requests keep their first hit at
+# 10,000 to 1,000,000 tools and their whole top 10 in 190 to 200 cases of 200, while a
+# clause vector's own recall@10 falls from 0.97-0.99 to 0.90-0.96
+# (docs/results/clause-probes.md, decision 0095).
 CLAUSE_PROBES = 16
 # Rows added to IVF lists per call (`VectorIndex._add`). Over a float16 arena each part is
 # a float32 copy: at 8,192 rows (12 MB) the allocator hands the same memory back part after
