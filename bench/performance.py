@@ -31,7 +31,7 @@ from indexer.retrieval.first_stage import Request
 from indexer.retrieval.fusion import clause_spans, split_intents
 from indexer.retrieval.pipeline import rank
 from indexer.retrieval.tool_index import ToolIndex
-from indexer.retrieval.vector_index import CLAUSE_PROBES, VectorIndex, one_thread_per_search
+from indexer.retrieval.vector_index import VectorIndex, one_thread_per_search
 from registry.config import SearchSettings
 from registry.core import Registry
 from registry.heap import release_free_memory
@@ -152,9 +152,9 @@ def floor_ms(
     """Bare query encoding plus a bare vector search at this size, in-process.
 
     With `clauses`, the request and its clauses are encoded the way the hybrid retriever
-    does it (one pass, clauses pooled from it) and all their vectors searched, the clauses'
-    through as many lists as the retriever's (CLAUSE_PROBES): the same model and vector
-    work, without the ranking.
+    does it (one pass, clauses pooled from it) and all their vectors searched as the retriever
+    searches them (`VectorIndex.search_intents`): the same model and vector work, without the
+    ranking.
     """
     index = registry.index.vectors
     samples = []
@@ -166,9 +166,7 @@ def floor_ms(
             vectors = np.vstack([v for v in pooled if v is not None])
         else:
             vectors = embedder.encode([query, *parts])
-        index.search(vectors[:1], 10)
-        if len(vectors) > 1:
-            index.search(vectors[1:], 10, probes=CLAUSE_PROBES)
+        index.search_intents(vectors, 10)
         samples.append((time.perf_counter() - started) * 1000)
     return statistics.median(samples)
 

@@ -20,7 +20,6 @@ from indexer.retrieval.lexical_terms import best_rows
 from indexer.retrieval.literal import NOTHING, Named
 from indexer.retrieval.scaling import EXACT_ONLY, Scaling, scale_exact, spread_from_moments
 from indexer.retrieval.tool_index import Eligible, ToolIndex
-from indexer.retrieval.vector_index import CLAUSE_PROBES
 from indexer.retrieval.view import View
 
 # On an approximate (IVF) index the blend scores candidates only: per intent, the best rows
@@ -130,13 +129,7 @@ def _candidates(
     and every tool of the catalogs nearest the intent among those its best rows belong to;
     and the tools and catalogs the request names."""
     allowed = eligible.rows
-    vectors = index.vectors
-    _, dense_rows = vectors.search(queries[:1], DENSE_CANDIDATES, allowed)
-    if len(queries) > 1:
-        _, clause_rows = vectors.search(
-            queries[1:], DENSE_CANDIDATES, allowed, probes=CLAUSE_PROBES
-        )
-        dense_rows = np.vstack([dense_rows, clause_rows])
+    _, dense_rows = index.vectors.search_intents(queries, DENSE_CANDIDATES, allowed)
     found = [dense_rows[dense_rows >= 0], named.rows[allowed[named.rows]]]
     for code in named.catalogs:
         start, end = index.catalog_rows(int(code))

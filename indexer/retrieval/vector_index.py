@@ -318,6 +318,18 @@ class VectorIndex:
         rows[~np.isfinite(best)] = -1
         return best, rows
 
+    def search_intents(
+        self, queries: NDArray[np.float32], k: int, allowed: NDArray[np.bool_] | None = None
+    ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+        """`search` for a request's intents: the request's vector (the first) through the
+        index's lists, each clause's through CLAUSE_PROBES at most."""
+        matrix = np.atleast_2d(queries)
+        scores, rows = self.search(matrix[:1], k, allowed)
+        if len(matrix) > 1:
+            more_scores, more = self.search(matrix[1:], k, allowed, probes=CLAUSE_PROBES)
+            scores, rows = np.vstack([scores, more_scores]), np.vstack([rows, more])
+        return scores, rows
+
     def _search_ivf(
         self,
         matrix: NDArray[np.float32],
