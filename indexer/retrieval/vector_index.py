@@ -322,8 +322,11 @@ class VectorIndex:
         self, queries: NDArray[np.float32], k: int, allowed: NDArray[np.bool_] | None = None
     ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         """`search` for a request's intents: the request's vector (the first) through the
-        index's lists, each clause's through CLAUSE_PROBES at most."""
+        index's lists, each clause's through CLAUSE_PROBES at most. An exact index scores
+        every row for all of them in one pass."""
         matrix = np.atleast_2d(queries)
+        if self._lists is None:
+            return self.search(matrix, k, allowed)
         scores, rows = self.search(matrix[:1], k, allowed)
         if len(matrix) > 1:
             more_scores, more = self.search(matrix[1:], k, allowed, probes=CLAUSE_PROBES)

@@ -86,6 +86,19 @@ def test_an_ivf_search_given_fewer_probes_reads_only_the_lists_nearest_the_query
     assert np.array_equal(index.search(queries, 10, probes=10_000)[1], index.search(queries, 10)[1])
 
 
+def test_intents_search_like_their_own_searches_exactly_or_through_fewer_lists() -> None:
+    vectors = _corpus(6000)
+    keys = [f"k{i}" for i in range(len(vectors))]
+    queries = _corpus(3, seed=9)
+    exact = VectorIndex(vectors)
+    assert np.array_equal(exact.search_intents(queries, 10)[1], exact.search(queries, 10)[1])
+    approximate = VectorIndex(vectors, partition=Partition.train(vectors), keys=keys)
+    _, rows = approximate.search_intents(queries, 10)
+    assert np.array_equal(rows[:1], approximate.search(queries[:1], 10)[1])
+    clauses = approximate.search(queries[1:], 10, probes=vector_index.CLAUSE_PROBES)[1]
+    assert np.array_equal(rows[1:], clauses)
+
+
 class _CountingQuantizer:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
